@@ -1,0 +1,373 @@
+// Package abi is MindRouter's plugin ABI, version 1: the names, numbers and
+// byte layouts shared by the gateway (host) and a plugin (guest). It imports
+// only the standard library so both sides, and third-party hosts or guests,
+// can use it.
+//
+// # Module contract
+//
+// A plugin is a WASI preview 1 reactor built by the standard Go toolchain:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o p.wasm ./p
+//
+// It exports (all integers little-endian, i32 = uint32):
+//
+//	_initialize                       Go runtime and package init (reactor start function)
+//	mr_abi_version() -> i32           Version: major<<16 | minor
+//	mr_buf(min_cap i32) -> i32        grow the guest input buffer to >= min_cap bytes and return
+//	                                  its address; the address stays valid until the next mr_buf
+//	mr_init(in_len i32) -> i64        plugin config (JSON) in the input buffer; returns a packed
+//	                                  result whose payload is the manifest JSON
+//	mr_call(op i32, in_len i32) -> i64 one unit of work; input laid out as a call header
+//	                                  followed by [state][meta][payload]; returns a packed result
+//
+// and may import only module "mr_v1" (this ABI's major version: a host that
+// does not speak v1 fails at link time with a clear error) and the
+// wasi_snapshot_preview1 functions the Go runtime needs. The host rejects any
+// other import before instantiating.
+//
+//	mr_v1.log(level i32, ptr i32, len i32)   one log line (slog level numbers)
+//
+// # Packed results
+//
+// mr_init and mr_call return ptr<<32 | len: the address and length of a
+// guest-owned result area that stays valid until the next call on that
+// instance. The host reads it in place and copies what it keeps.
+//
+//	result area:  u32 status | u32 flags | u32 state_len | u32 meta_len |
+//	              u32 payload_len | u32 error_len |
+//	              [state][meta][payload][error]
+//
+// # Call header (HeaderSize bytes, written by the host at the buffer start)
+//
+//	u32 header_size   = HeaderSize; lets 1.x append fields
+//	u32 flags         FlagFirst, FlagEnd
+//	u32 state_len     per-stream state blob, owned by the host between calls
+//	u32 meta_len      key\0value\0 pairs (see AppendMeta)
+//	u32 payload_len   the body, or a list of u32-length-prefixed items
+//	u32 reserved
+//	u64 request_id    for log correlation only
+//
+// # Statelessness
+//
+// Any pooled instance may serve any call. Per-stream translation state is an
+// opaque blob returned by the guest in the result (state_len > 0 replaces it;
+// FlagStateKeep in the result flags keeps the previous one) and handed back by
+// the host on the next call of that stream. A plugin must not rely on memory
+// of earlier calls.
+//
+// # Errors
+//
+// Plugin errors are data: a status >= StatusBadInput with a UTF-8 message.
+// A trap, a timeout or a malformed result is a protocol violation; the host
+// discards the instance.
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// ABI version 1.0.
+const (
+	VersionMajor = 1
+	VersionMinor = 0
+	Version      = VersionMajor<<16 | VersionMinor
+)
+
+// Module, export and import names.
+const (
+	ImportModule     = "mr_v1"
+	ImportLog        = "log"
+	ExportInitialize = "_initialize"
+	ExportABIVersion = "mr_abi_version"
+	ExportBuf        = "mr_buf"
+	ExportInit       = "mr_init"
+	ExportCall       = "mr_call"
+)
+
+// Sizes of the fixed headers.
+const (
+	HeaderSize       = 32
+	ResultHeaderSize = 24
+)
+
+// Op names one unit of work. Translator ops convert between a client's API
+// format and the canonical schema; adapter ops between the canonical schema
+// and a backend's wire format.
+type Op uint32
+
+// Translator ops.
+const (
+	// OpRequestDecode: payload = client request body; meta "route" = route
+	// name from the manifest. Output payload = canonical request JSON.
+	OpRequestDecode Op = 1
+	// OpResponseEncode: payload = canonical response JSON; meta carries
+	// "route", "id", "model". Output = client response body.
+	OpResponseEncode Op = 2
+	// OpStreamEncode: payload = list of canonical chunk JSON items. FlagFirst
+	// on the first call of a stream, FlagEnd on the last (which may carry no
+	// items): the guest then writes its trailer. Output = client stream bytes.
+	OpStreamEncode Op = 3
+	// OpErrorEncode: payload = canonical error JSON. Output = client error
+	// body; meta out "status" may override the HTTP status.
+	OpErrorEncode Op = 4
+	// OpModelsEncode: payload = canonical model list JSON. Output = body.
+	OpModelsEncode Op = 5
+)
+
+// Adapter ops.
+const (
+	// OpRequestEncode: payload = canonical request JSON. Output = backend
+	// request body; meta out "method", "path", "content-type".
+	OpRequestEncode Op = 16
+	// OpResponseDecode: payload = backend response body. Output = canonical
+	// response JSON.
+	OpResponseDecode Op = 17
+	// OpStreamDecode: payload = list of framed backend events (SSE data
+	// payloads or NDJSON lines, already split by the host). Output = list of
+	// canonical chunk JSON items. FlagFirst/FlagEnd as for OpStreamEncode.
+	OpStreamDecode Op = 18
+	// OpErrorDecode: meta "status" = backend HTTP status; payload = backend
+	// body. Output = canonical error JSON.
+	OpErrorDecode Op = 19
+	// OpProbeDecode: meta "probe" = probe name from the manifest; payload =
+	// the probe's response body. Output = canonical discovery JSON.
+	OpProbeDecode Op = 20
+)
+
+// String names the op for logs and metrics.
+func (o Op) String() string {
+	switch o {
+	case OpRequestDecode:
+		return "request_decode"
+	case OpResponseEncode:
+		return "response_encode"
+	case OpStreamEncode:
+		return "stream_encode"
+	case OpErrorEncode:
+		return "error_encode"
+	case OpModelsEncode:
+		return "models_encode"
+	case OpRequestEncode:
+		return "request_encode"
+	case OpResponseDecode:
+		return "response_decode"
+	case OpStreamDecode:
+		return "stream_decode"
+	case OpErrorDecode:
+		return "error_decode"
+	case OpProbeDecode:
+		return "probe_decode"
+	}
+	return "unknown"
+}
+
+// Status is the first word of a result.
+type Status uint32
+
+// Result statuses. Anything >= StatusBadInput carries an error message.
+const (
+	StatusOK            Status = 0
+	StatusNoOutput      Status = 1
+	StatusBadInput      Status = 2 // the client's or backend's bytes are invalid
+	StatusUnsupported   Status = 3 // op not implemented by this plugin
+	StatusPluginError   Status = 4 // the plugin failed (a recovered panic, a bug)
+	StatusStateTooLarge Status = 5
+)
+
+// String names the status.
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusNoOutput:
+		return "no_output"
+	case StatusBadInput:
+		return "bad_input"
+	case StatusUnsupported:
+		return "unsupported"
+	case StatusPluginError:
+		return "plugin_error"
+	case StatusStateTooLarge:
+		return "state_too_large"
+	}
+	return "unknown"
+}
+
+// Call flags (header) and result flags.
+const (
+	FlagFirst = 1 << 0 // first call of a stream
+	FlagEnd   = 1 << 1 // last call of a stream: flush the trailer
+
+	// ResultStateKeep in a result keeps the state blob the host passed in.
+	ResultStateKeep = 1 << 0
+	// ResultStreamDone reports that the stream ended on the protocol level
+	// (e.g. the backend sent [DONE] or done:true).
+	ResultStreamDone = 1 << 1
+)
+
+// Header is the decoded call header.
+type Header struct {
+	Flags      uint32
+	StateLen   uint32
+	MetaLen    uint32
+	PayloadLen uint32
+	RequestID  uint64
+}
+
+// PutHeader writes h at the start of b, which must hold HeaderSize bytes.
+func PutHeader(b []byte, h Header) {
+	_ = b[HeaderSize-1]
+	binary.LittleEndian.PutUint32(b[0:], HeaderSize)
+	binary.LittleEndian.PutUint32(b[4:], h.Flags)
+	binary.LittleEndian.PutUint32(b[8:], h.StateLen)
+	binary.LittleEndian.PutUint32(b[12:], h.MetaLen)
+	binary.LittleEndian.PutUint32(b[16:], h.PayloadLen)
+	binary.LittleEndian.PutUint32(b[20:], 0)
+	binary.LittleEndian.PutUint64(b[24:], h.RequestID)
+}
+
+// Errors returned by the parsers.
+var (
+	ErrShort  = errors.New("abi: buffer shorter than its header says")
+	ErrHeader = errors.New("abi: unsupported header size")
+)
+
+// ParseCall splits a call buffer into its header and sections. The returned
+// slices alias in.
+func ParseCall(in []byte) (h Header, state, meta, payload []byte, err error) {
+	if len(in) < HeaderSize {
+		return h, nil, nil, nil, ErrShort
+	}
+	hs := binary.LittleEndian.Uint32(in[0:])
+	if hs < HeaderSize || uint64(hs) > uint64(len(in)) {
+		return h, nil, nil, nil, ErrHeader
+	}
+	h.Flags = binary.LittleEndian.Uint32(in[4:])
+	h.StateLen = binary.LittleEndian.Uint32(in[8:])
+	h.MetaLen = binary.LittleEndian.Uint32(in[12:])
+	h.PayloadLen = binary.LittleEndian.Uint32(in[16:])
+	h.RequestID = binary.LittleEndian.Uint64(in[24:])
+	total := uint64(hs) + uint64(h.StateLen) + uint64(h.MetaLen) + uint64(h.PayloadLen)
+	if total > uint64(len(in)) {
+		return h, nil, nil, nil, ErrShort
+	}
+	p := int(hs)
+	state = in[p : p+int(h.StateLen)]
+	p += int(h.StateLen)
+	meta = in[p : p+int(h.MetaLen)]
+	p += int(h.MetaLen)
+	payload = in[p : p+int(h.PayloadLen)]
+	return h, state, meta, payload, nil
+}
+
+// Result is a decoded result area. Its slices alias the area.
+type Result struct {
+	Status  Status
+	Flags   uint32
+	State   []byte
+	Meta    []byte
+	Payload []byte
+	Error   []byte
+}
+
+// ParseResult decodes a result area, checking every length against b.
+func ParseResult(b []byte) (r Result, err error) {
+	if len(b) < ResultHeaderSize {
+		return r, ErrShort
+	}
+	r.Status = Status(binary.LittleEndian.Uint32(b[0:]))
+	r.Flags = binary.LittleEndian.Uint32(b[4:])
+	sl := uint64(binary.LittleEndian.Uint32(b[8:]))
+	ml := uint64(binary.LittleEndian.Uint32(b[12:]))
+	pl := uint64(binary.LittleEndian.Uint32(b[16:]))
+	el := uint64(binary.LittleEndian.Uint32(b[20:]))
+	if ResultHeaderSize+sl+ml+pl+el > uint64(len(b)) {
+		return r, ErrShort
+	}
+	p := uint64(ResultHeaderSize)
+	r.State = b[p : p+sl]
+	p += sl
+	r.Meta = b[p : p+ml]
+	p += ml
+	r.Payload = b[p : p+pl]
+	p += pl
+	r.Error = b[p : p+el]
+	return r, nil
+}
+
+// PutResultHeader writes a result header at the start of b (ResultHeaderSize bytes).
+func PutResultHeader(b []byte, st Status, flags uint32, stateLen, metaLen, payloadLen, errLen int) {
+	_ = b[ResultHeaderSize-1]
+	binary.LittleEndian.PutUint32(b[0:], uint32(st))
+	binary.LittleEndian.PutUint32(b[4:], flags)
+	binary.LittleEndian.PutUint32(b[8:], uint32(stateLen))
+	binary.LittleEndian.PutUint32(b[12:], uint32(metaLen))
+	binary.LittleEndian.PutUint32(b[16:], uint32(payloadLen))
+	binary.LittleEndian.PutUint32(b[20:], uint32(errLen))
+}
+
+// Pack packs a guest address and length into an export's i64 result.
+func Pack(ptr, n uint32) uint64 { return uint64(ptr)<<32 | uint64(n) }
+
+// Unpack is the inverse of Pack.
+func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
+
+// AppendMeta appends one key\0value\0 pair.
+func AppendMeta(dst []byte, key, value string) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, 0)
+	dst = append(dst, value...)
+	return append(dst, 0)
+}
+
+// MetaGet returns the value of key in a key\0value\0 list; ok is false when
+// the key is absent or the list is malformed. It does not allocate.
+func MetaGet(meta []byte, key string) (value []byte, ok bool) {
+	for len(meta) > 0 {
+		k, rest, found := cut0(meta)
+		if !found {
+			return nil, false
+		}
+		v, rest2, found := cut0(rest)
+		if !found {
+			return nil, false
+		}
+		if string(k) == key {
+			return v, true
+		}
+		meta = rest2
+	}
+	return nil, false
+}
+
+func cut0(b []byte) (before, after []byte, ok bool) {
+	for i, c := range b {
+		if c == 0 {
+			return b[:i], b[i+1:], true
+		}
+	}
+	return nil, nil, false
+}
+
+// AppendItem appends one u32-length-prefixed item to a list payload.
+func AppendItem(dst, item []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(item)))
+	return append(dst, item...)
+}
+
+// NextItem splits the first item off a list payload. ok is false at the end
+// or when the list is malformed (err then reports it).
+func NextItem(list []byte) (item, rest []byte, ok bool, err error) {
+	if len(list) == 0 {
+		return nil, nil, false, nil
+	}
+	if len(list) < 4 {
+		return nil, nil, false, ErrShort
+	}
+	n := uint64(binary.LittleEndian.Uint32(list))
+	if 4+n > uint64(len(list)) {
+		return nil, nil, false, ErrShort
+	}
+	return list[4 : 4+n], list[4+n:], true, nil
+}
