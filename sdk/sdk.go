@@ -1,0 +1,243 @@
+// Package sdk is what a MindRouter plugin author imports.
+//
+// A plugin is either a Translator (a client API format ⇄ the canonical
+// schema in package canon) or an Adapter (the canonical schema ⇄ a backend's
+// wire format, plus parsing of the backend's discovery and health probes).
+// Write the plugin as an ordinary Go package, then add a main package that
+// registers it:
+//
+//	package main
+//
+//	import ("github.com/mindrouter/mindrouter/sdk"; "example.com/myplugin")
+//
+//	func init() { sdk.RegisterTranslator(myplugin.Manifest(), myplugin.New()) }
+//	func main() {}
+//
+// and build it with the standard toolchain:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o myplugin.wasm ./cmd/wasm
+//
+// The SDK owns the WebAssembly exports, the ABI (package abi) and the
+// canonical JSON codec; plugin code sees typed values only. The same plugin
+// package compiles natively, so its unit tests run under go test -race, and
+// sdk.NewTranslator / sdk.NewAdapter give a native Plugin that the gateway's
+// conformance kit and benchmarks drive exactly as they drive the .wasm.
+//
+// Plugins are stateless functions: any pooled instance may serve any call,
+// and per-stream state lives in a blob the host owns (State). Use
+// reflection-free JSON (package jsonw to write, github.com/valyala/fastjson
+// to read): encoding/json runs about ten times slower inside WebAssembly.
+package sdk
+
+import (
+	"errors"
+
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Version is the SDK version reported in manifests.
+const Version = "0.1.0"
+
+// Kind is the plugin kind.
+type Kind string
+
+// Plugin kinds.
+const (
+	KindTranslator Kind = "translator"
+	KindAdapter    Kind = "adapter"
+)
+
+// Framing is how a backend frames a streamed response; the host splits the
+// stream into events before handing them to the adapter.
+type Framing string
+
+// Stream framings.
+const (
+	FramingSSE    Framing = "sse"    // text/event-stream; events are data payloads
+	FramingNDJSON Framing = "ndjson" // one JSON value per line
+)
+
+// Route is an HTTP route a translator serves.
+type Route struct {
+	Name              string `json:"name"`   // "chat", "models", ...: passed to the plugin as meta "route"
+	Method            string `json:"method"` // GET, POST
+	Path              string `json:"path"`
+	StreamContentType string `json:"stream_content_type,omitempty"`
+}
+
+// Probe is a backend endpoint the gateway polls through an adapter.
+type Probe struct {
+	Name   string `json:"name"` // "models", "health", "loaded", "metrics", ...
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// Manifest describes a plugin to the host. The SDK fills ABI, SDK and Go
+// versions.
+type Manifest struct {
+	Name         string  `json:"name"`
+	Version      string  `json:"version"`
+	Kind         Kind    `json:"kind"`
+	Format       string  `json:"format"` // translator: client dialect; adapter: backend engine
+	Routes       []Route `json:"routes,omitempty"`
+	Framing      Framing `json:"framing,omitempty"`
+	Probes       []Probe `json:"probes,omitempty"`
+	StateVersion int     `json:"state_version"`
+	ABI          uint32  `json:"abi"`
+	SDKVersion   string  `json:"sdk_version"`
+	GoVersion    string  `json:"go_version"`
+}
+
+// Translator converts between a client's API format and the canonical schema.
+// Implementations must be safe to call many times on one instance but need
+// not be safe for concurrent use. Embed Unimplemented to leave ops out.
+type Translator interface {
+	// DecodeRequest parses a client request body (meta "route" names the
+	// route) into req. Bad client input: return BadInput.
+	DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error
+	// EncodeResponse writes a complete response in the client's format.
+	EncodeResponse(c *Call, resp *canon.ChatResponse, out *Output) error
+	// EncodeStream writes the client bytes for a batch of chunks. On the last
+	// call (c.End()) chunks may be empty: write the trailer.
+	EncodeStream(c *Call, st *State, chunks []canon.ChatChunk, out *Output) error
+	// EncodeError writes an error body in the client's dialect.
+	EncodeError(c *Call, e *canon.Error, out *Output) error
+	// EncodeModels writes the model list.
+	EncodeModels(c *Call, list *canon.ModelList, out *Output) error
+}
+
+// Adapter converts between the canonical schema and a backend's wire format.
+type Adapter interface {
+	// EncodeRequest writes the backend request body and sets meta "path"
+	// (and optionally "method", "content-type") on out.
+	EncodeRequest(c *Call, req *canon.ChatRequest, out *Output) error
+	// DecodeResponse parses a complete backend response.
+	DecodeResponse(c *Call, body []byte, resp *canon.ChatResponse) error
+	// DecodeStream turns a batch of framed backend events into canonical
+	// chunks appended to *chunks. Call c.Done() when the backend signalled the
+	// end of the stream.
+	DecodeStream(c *Call, st *State, events [][]byte, chunks *[]canon.ChatChunk) error
+	// DecodeError turns a backend error response into a canonical error.
+	DecodeError(c *Call, status int, body []byte, e *canon.Error) error
+	// DecodeProbe parses the response of the manifest probe named probe.
+	DecodeProbe(c *Call, probe string, body []byte, d *canon.Discovery) error
+}
+
+// Configurable is implemented by plugins that take configuration: the JSON
+// form of the plugin's `config` in plugins.yaml, given once per instance
+// before any call.
+type Configurable interface {
+	Configure(config []byte) error
+}
+
+// ErrUnsupported is returned by ops a plugin does not implement.
+var ErrUnsupported = errors.New("operation not supported by this plugin")
+
+// InputError marks an error caused by the bytes the plugin was given (the
+// client's request, the backend's response), as opposed to a plugin bug.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// BadInput returns an *InputError with msg.
+func BadInput(msg string) error { return &InputError{Msg: msg} }
+
+// Unimplemented answers every op with ErrUnsupported; embed it and override
+// what the plugin supports.
+type Unimplemented struct{}
+
+// DecodeRequest implements Translator.
+func (Unimplemented) DecodeRequest(*Call, []byte, *canon.ChatRequest) error { return ErrUnsupported }
+
+// EncodeResponse implements Translator.
+func (Unimplemented) EncodeResponse(*Call, *canon.ChatResponse, *Output) error {
+	return ErrUnsupported
+}
+
+// EncodeStream implements Translator.
+func (Unimplemented) EncodeStream(*Call, *State, []canon.ChatChunk, *Output) error {
+	return ErrUnsupported
+}
+
+// EncodeError implements Translator.
+func (Unimplemented) EncodeError(*Call, *canon.Error, *Output) error { return ErrUnsupported }
+
+// EncodeModels implements Translator.
+func (Unimplemented) EncodeModels(*Call, *canon.ModelList, *Output) error { return ErrUnsupported }
+
+// EncodeRequest implements Adapter.
+func (Unimplemented) EncodeRequest(*Call, *canon.ChatRequest, *Output) error { return ErrUnsupported }
+
+// DecodeResponse implements Adapter.
+func (Unimplemented) DecodeResponse(*Call, []byte, *canon.ChatResponse) error {
+	return ErrUnsupported
+}
+
+// DecodeStream implements Adapter.
+func (Unimplemented) DecodeStream(*Call, *State, [][]byte, *[]canon.ChatChunk) error {
+	return ErrUnsupported
+}
+
+// DecodeError implements Adapter.
+func (Unimplemented) DecodeError(*Call, int, []byte, *canon.Error) error { return ErrUnsupported }
+
+// DecodeProbe implements Adapter.
+func (Unimplemented) DecodeProbe(*Call, string, []byte, *canon.Discovery) error {
+	return ErrUnsupported
+}
+
+// Call describes the unit of work being done. It is valid only during the
+// call that received it.
+type Call struct {
+	Op        abi.Op
+	Flags     uint32
+	RequestID uint64
+	meta      []byte
+	done      bool
+	plugin    *Plugin
+}
+
+// First reports whether this is the first call of a stream.
+func (c *Call) First() bool { return c.Flags&abi.FlagFirst != 0 }
+
+// End reports whether this is the last call of a stream.
+func (c *Call) End() bool { return c.Flags&abi.FlagEnd != 0 }
+
+// Meta returns the host-supplied value for key ("" when absent).
+func (c *Call) Meta(key string) string {
+	v, _ := abi.MetaGet(c.meta, key)
+	return string(v)
+}
+
+// MetaBytes is Meta without the copy; the result aliases the input buffer.
+func (c *Call) MetaBytes(key string) ([]byte, bool) { return abi.MetaGet(c.meta, key) }
+
+// Done records that the backend signalled the end of the stream.
+func (c *Call) Done() { c.done = true }
+
+// Log sends one line to the host's rate-limited plugin log (slog levels:
+// -4 debug, 0 info, 4 warn, 8 error).
+func (c *Call) Log(level int, msg string) { c.plugin.log(level, msg) }
+
+// Output collects what an op writes: a body and response metadata.
+type Output struct {
+	Body []byte
+	meta []byte
+}
+
+// SetMeta records one metadata pair for the host (e.g. "path", "status",
+// "content-type").
+func (o *Output) SetMeta(key, value string) { o.meta = abi.AppendMeta(o.meta, key, value) }
+
+// State is a stream's opaque state blob. In holds what the previous call of
+// this stream stored (empty on the first call); Set replaces it. Unless Set
+// is called the host keeps the previous blob.
+type State struct {
+	In  []byte
+	out []byte
+	set bool
+}
+
+// Set stores b (copied) as the stream's state for the next call.
+func (s *State) Set(b []byte) { s.out = append(s.out[:0], b...); s.set = true }
