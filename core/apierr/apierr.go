@@ -1,0 +1,82 @@
+// Package apierr is the one error type a client may see. Everything that
+// reaches a client passes through Public, which keeps the message of an
+// *Error and turns anything else into a 500 "internal error" so internal
+// details never leak. Translators render an Error in the client's dialect.
+package apierr
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Error is a client-visible failure.
+type Error struct {
+	Type   canon.ErrorType
+	Status int
+	Code   string // machine-readable, e.g. "model_not_found"
+	Msg    string
+	Param  string
+	Err    error // cause, for logs only
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an Error of type t with the status that type implies.
+func New(t canon.ErrorType, code, msg string) *Error {
+	return &Error{Type: t, Status: StatusOf(t), Code: code, Msg: msg}
+}
+
+// Wrap is New with a cause kept for logs.
+func Wrap(t canon.ErrorType, code, msg string, err error) *Error {
+	e := New(t, code, msg)
+	e.Err = err
+	return e
+}
+
+// StatusOf maps an error type to its HTTP status.
+func StatusOf(t canon.ErrorType) int {
+	switch t {
+	case canon.ErrInvalidRequest:
+		return http.StatusBadRequest
+	case canon.ErrAuthentication:
+		return http.StatusUnauthorized
+	case canon.ErrPermission:
+		return http.StatusForbidden
+	case canon.ErrNotFound:
+		return http.StatusNotFound
+	case canon.ErrRequestTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case canon.ErrRateLimit:
+		return http.StatusTooManyRequests
+	case canon.ErrBackend:
+		return http.StatusBadGateway
+	case canon.ErrOverloaded:
+		return http.StatusServiceUnavailable
+	case canon.ErrTimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// Public returns the client-visible form of err.
+func Public(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Wrap(canon.ErrInternal, "internal_error", "internal error", err)
+}
+
+// Canon converts e to the canonical error handed to a translator.
+func (e *Error) Canon(requestID string) canon.Error {
+	return canon.Error{Status: e.Status, Type: e.Type, Code: e.Code, Message: e.Msg, Param: e.Param, RequestID: requestID}
+}

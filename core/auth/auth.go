@@ -1,0 +1,78 @@
+// Package auth decides who is calling. The server extracts the API key from
+// the request and asks an Authenticator; accounts, groups and quotas plug in
+// behind the same interface later.
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+)
+
+// KeyPrefix starts every MindRouter API key.
+const KeyPrefix = "mr2_"
+
+// ErrNoKey and ErrBadKey are the two ways authentication fails.
+var (
+	ErrNoKey  = errors.New("auth: no API key")
+	ErrBadKey = errors.New("auth: invalid API key")
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	KeyID string // a non-secret identifier of the key, for logs and audit
+	Admin bool
+}
+
+// Authenticator checks an API key. Implementations must be safe for
+// concurrent use and must not retain key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key []byte) (Principal, error)
+}
+
+// KeyFromHeaders returns the key from "Authorization: Bearer <key>" or, when
+// that is absent, from "X-API-Key: <key>" (also what Anthropic clients send).
+// The result aliases its inputs.
+func KeyFromHeaders(authorization, xAPIKey []byte) []byte {
+	if len(authorization) > 7 && bytes.EqualFold(authorization[:7], []byte("bearer ")) {
+		return bytes.TrimSpace(authorization[7:])
+	}
+	return bytes.TrimSpace(xAPIKey)
+}
+
+// Secret is a key held in memory; it never prints.
+type Secret []byte
+
+// LogValue redacts the secret in slog output.
+func (Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// String redacts the secret in fmt output.
+func (Secret) String() string { return "[redacted]" }
+
+// AdminKey accepts exactly one key: the admin key.
+type AdminKey struct {
+	key Secret
+	id  string
+}
+
+// NewAdminKey returns an Authenticator for one key, which must start with
+// KeyPrefix.
+func NewAdminKey(key string) (*AdminKey, error) {
+	if len(key) < len(KeyPrefix)+16 || key[:len(KeyPrefix)] != KeyPrefix {
+		return nil, errors.New("auth: admin key must start with " + KeyPrefix + " and have at least 16 more characters")
+	}
+	return &AdminKey{key: Secret(key), id: key[:len(KeyPrefix)+4] + "…"}, nil
+}
+
+// Authenticate implements Authenticator in constant time.
+func (a *AdminKey) Authenticate(_ context.Context, key []byte) (Principal, error) {
+	if len(key) == 0 {
+		return Principal{}, ErrNoKey
+	}
+	if subtle.ConstantTimeCompare(key, a.key) != 1 {
+		return Principal{}, ErrBadKey
+	}
+	return Principal{KeyID: a.id, Admin: true}, nil
+}

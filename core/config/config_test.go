@@ -1,0 +1,78 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad_DeployExample(t *testing.T) {
+	c, err := Load("../../deploy/mindrouter.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Backends) != 2 || c.Backends[1].Engine != "ollama" || c.Backends[1].MaxConcurrent != 4 {
+		t.Fatalf("backends = %+v", c.Backends)
+	}
+	if c.Timeouts.QueueWait.D() != 30*time.Second {
+		t.Fatalf("queue_wait = %v", c.Timeouts.QueueWait.D())
+	}
+	if !strings.HasSuffix(c.PluginsPath(), "plugins.yaml") {
+		t.Fatalf("plugins path = %s", c.PluginsPath())
+	}
+}
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name, yaml, wantErr string
+	}{
+		{"empty file is defaults", "", ""},
+		{"issue shape", `listen: 127.0.0.1:8080
+plugins: plugins.yaml
+backends:
+  - {name: gpu1-vllm, engine: vllm, url: "http://127.0.0.1:9001", max_concurrent: 16}
+  - {name: gpu2-ollama, engine: ollama, url: "http://127.0.0.1:9002", max_concurrent: 4}
+`, ""},
+		{"unknown top key", "listn: 1.2.3.4:80\n", "listn"},
+		{"unknown backend key", "backends: [{name: a, engine: vllm, url: 'http://x', maxconc: 3}]\n", "maxconc"},
+		{"bad engine", "backends: [{name: a, engine: tgi, url: 'http://x'}]\n", "backends[0].engine"},
+		{"bad url", "backends: [{name: a, engine: vllm, url: 'x'}]\n", "backends[0].url"},
+		{"duplicate name", "backends: [{name: a, engine: vllm, url: 'http://x'}, {name: a, engine: vllm, url: 'http://y'}]\n", "duplicate"},
+		{"negative concurrency", "backends: [{name: a, engine: vllm, url: 'http://x', max_concurrent: -1}]\n", "max_concurrent"},
+		{"bad duration", "timeouts: {request: soon}\n", "invalid duration"},
+		{"bad listen", "listen: nowhere\n", "listen"},
+		{"bad level", "log: {level: loud}\n", "log.level"},
+		{"small body", "limits: {max_body_bytes: 10}\n", "limits.max_body_bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), ".")
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want it to mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParse_ReportsEveryProblem(t *testing.T) {
+	_, err := Parse([]byte("listen: x\nlog: {level: loud}\n"), ".")
+	if err == nil || !strings.Contains(err.Error(), "listen") || !strings.Contains(err.Error(), "log.level") {
+		t.Fatalf("want both problems, got %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("listen: 127.0.0.1:1\nbackends: [{name: a, engine: vllm, url: 'http://x'}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b, ".")
+		if err == nil && c.Validate() != nil {
+			t.Fatal("Parse accepted an invalid config")
+		}
+	})
+}
