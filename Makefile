@@ -1,0 +1,58 @@
+# MindRouter — run `make help` for the targets.
+GO       ?= go
+PLUGINS  := openai vllm ollama
+WASM     := $(PLUGINS:%=plugins/%.wasm)
+CONFIG   ?=
+GOFLAGS_TEST ?= -shuffle=on
+
+.PHONY: help build gateway fakellm plugins sidecar run test test-short fuzz bench lint fmt check clean FORCE
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
+
+build: gateway fakellm plugins sidecar ## build everything into bin/ and plugins/*.wasm
+
+gateway: ## bin/mindrouter (CGO-free)
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mindrouter ./core/cmd/mindrouter
+
+fakellm: ## bin/fakellm, the simulated vLLM/Ollama backend
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/fakellm ./bench/fakellm/cmd/fakellm
+
+plugins: $(WASM) ## the WebAssembly plugins named in plugins.yaml
+
+plugins/%.wasm: FORCE
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $@ ./plugins/$*/wasm
+
+sidecar: ## bin/mindrouter-sidecar (needs cgo; only this binary links go-nvml)
+	CGO_ENABLED=1 CGO_CFLAGS=-Wno-deprecated-declarations $(GO) build -trimpath -o bin/mindrouter-sidecar ./sidecar/cmd/mindrouter-sidecar
+
+run: gateway plugins ## start the gateway on 127.0.0.1:8080 (CONFIG=file to use a config)
+	./bin/mindrouter serve $(if $(CONFIG),--config $(CONFIG),)
+
+test: plugins ## run every test (race detector on), vet, and the CGO-free check
+	CGO_ENABLED=0 $(GO) build ./core/... ./sdk/... ./sidecar/wire/...
+	GOOS=wasip1 GOARCH=wasm $(GO) build ./sdk/... ./plugins/...
+	$(GO) vet ./...
+	$(GO) test -race $(GOFLAGS_TEST) -timeout 20m ./...
+
+test-short: plugins ## tests without the race detector
+	$(GO) test $(GOFLAGS_TEST) ./...
+
+fuzz: ## run each fuzz target for FUZZTIME (default 20s)
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list 'Fuzz.*' $$pkg 2>/dev/null | grep ^Fuzz); do \
+	    echo "== $$pkg $$f"; $(GO) test -run=^$$ -fuzz=^$$f$$ -fuzztime=$${FUZZTIME:-20s} $$pkg || exit 1; \
+	  done; done
+
+bench: plugins ## Go benchmarks of the hot paths
+	$(GO) test -run=^$$ -bench=. -benchmem ./sdk/... ./core/... ./plugins/...
+
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+check: test ## alias of test
+
+clean: ## remove build outputs
+	rm -rf bin $(WASM) .cache
+
+FORCE:

@@ -1,0 +1,192 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Discoverer probes backends through their adapters.
+type Discoverer struct {
+	reg     *Registry
+	host    *pluginhost.Host
+	log     *slog.Logger
+	timeout time.Duration
+	done    chan struct{} // closed after the first round
+	once    sync.Once
+}
+
+// NewDiscoverer returns a Discoverer for reg's backends.
+func NewDiscoverer(reg *Registry, host *pluginhost.Host, timeout time.Duration, log *slog.Logger) *Discoverer {
+	return &Discoverer{reg: reg, host: host, log: log.With("component", "discovery"), timeout: timeout, done: make(chan struct{})}
+}
+
+// FirstRound is closed once every backend has been probed once.
+func (d *Discoverer) FirstRound() <-chan struct{} { return d.done }
+
+// Run probes every backend now and then every interval until ctx ends.
+func (d *Discoverer) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		d.Round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round probes every backend once, concurrently.
+func (d *Discoverer) Round(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, b := range d.reg.backends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.probe(ctx, b)
+		}()
+	}
+	wg.Wait()
+	d.once.Do(func() { close(d.done) })
+}
+
+// adapterFor finds the loaded adapter whose manifest format is engine.
+func (d *Discoverer) adapterFor(engine string) *pluginhost.Plugin {
+	for _, p := range d.host.Plugins() {
+		m := p.Manifest()
+		if m.Kind == sdk.KindAdapter && m.Format == engine {
+			return p
+		}
+	}
+	return nil
+}
+
+func (d *Discoverer) probe(ctx context.Context, b *Backend) {
+	prev := b.status.Load()
+	next := &Status{Models: map[string]canon.DiscoveredModel{}, Checked: time.Now(), Probed: true, Healthy: true}
+	ad := d.adapterFor(b.Engine)
+	b.adapter.Store(ad)
+	if ad == nil {
+		next.Healthy, next.Err = false, fmt.Sprintf("no adapter plugin for engine %q", b.Engine)
+		d.publish(b, prev, next)
+		return
+	}
+	v := ad.Pin()
+	defer v.Release()
+	next.Adapter = v.Manifest().Name
+	var res pluginhost.Result
+	var disc canon.Discovery
+	var meta []byte
+	for _, p := range v.Manifest().Probes {
+		status, body, err := d.fetch(b, p)
+		if err != nil {
+			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: %v", p.Name, err)
+			break
+		}
+		meta = abi.AppendMeta(abi.AppendMeta(meta[:0], "probe", p.Name), "status", strconv.Itoa(status))
+		if err := v.Call(ctx, abi.OpProbeDecode, pluginhost.CallInput{Meta: meta, Payload: body}, &res); err != nil {
+			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: adapter: %v", p.Name, err)
+			break
+		}
+		if err := disc.DecodeJSON(res.Payload); err != nil {
+			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: decode discovery: %v", p.Name, err)
+			break
+		}
+		merge(next, &disc, status)
+	}
+	if len(b.models) > 0 {
+		filtered := map[string]canon.DiscoveredModel{}
+		for _, name := range b.models {
+			m, ok := next.Models[name]
+			if !ok {
+				m = canon.DiscoveredModel{Name: name}
+			}
+			filtered[name] = m
+		}
+		next.Models = filtered
+	}
+	if !next.Healthy {
+		next.Failures = prev.Failures + 1
+		// Keep the last known model list so a blip reads as "unavailable"
+		// (503) rather than "no such model" (404).
+		if len(next.Models) == 0 {
+			next.Models = prev.Models
+		}
+	}
+	d.publish(b, prev, next)
+}
+
+func merge(st *Status, disc *canon.Discovery, status int) {
+	if disc.Healthy != nil && !*disc.Healthy {
+		st.Healthy = false
+		if st.Err == "" {
+			st.Err = fmt.Sprintf("health probe answered %d", status)
+		}
+	}
+	for _, m := range disc.Models {
+		cur, ok := st.Models[m.Name]
+		if !ok {
+			st.Models[m.Name] = m
+			continue
+		}
+		cur.Loaded = cur.Loaded || m.Loaded
+		if m.ContextLength > 0 {
+			cur.ContextLength = m.ContextLength
+		}
+		if m.SizeBytes > 0 && cur.SizeBytes == 0 {
+			cur.SizeBytes = m.SizeBytes
+		}
+		st.Models[m.Name] = cur
+	}
+	if disc.Version != "" {
+		st.Version = disc.Version
+	}
+	if disc.HasLoad {
+		st.HasLoad, st.Running, st.Waiting, st.KVCache = true, disc.Running, disc.Waiting, disc.KVCacheUsage
+	}
+}
+
+func (d *Discoverer) publish(b *Backend, prev, next *Status) {
+	b.status.Store(next)
+	if prev.Healthy != next.Healthy || !prev.Probed {
+		d.log.LogAttrs(context.Background(), slog.LevelInfo, "backend status",
+			slog.String("backend", b.Name), slog.Bool("healthy", next.Healthy),
+			slog.Int("models", len(next.Models)), slog.String("error", next.Err))
+	}
+}
+
+var errProbeStatus = errors.New("unexpected status")
+
+func (d *Discoverer) fetch(b *Backend, p sdk.Probe) (int, []byte, error) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(b.URL(p.Path))
+	method := p.Method
+	if method == "" {
+		method = fasthttp.MethodGet
+	}
+	req.Header.SetMethod(method)
+	if err := b.client.DoTimeout(req, resp, d.timeout); err != nil {
+		return 0, nil, err
+	}
+	status := resp.StatusCode()
+	if status >= 500 && p.Name != "health" {
+		return status, nil, fmt.Errorf("%w %d", errProbeStatus, status)
+	}
+	return status, append([]byte(nil), resp.Body()...), nil
+}

@@ -1,0 +1,138 @@
+// Command mindrouter is the MindRouter gateway.
+//
+//	mindrouter serve [--config FILE]      run the gateway
+//	mindrouter plugin check FILE.wasm     run the plugin conformance kit on a plugin
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/gateway"
+	"github.com/mindrouter/mindrouter/core/pluginhost/conformance"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "plugin":
+		err = plugin(os.Args[2:])
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mindrouter:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage:
+  mindrouter serve [--config FILE]     run the gateway (no file: embedded defaults)
+  mindrouter plugin check FILE.wasm    check a plugin against ABI v1 (conformance kit)`)
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	cfgPath := fs.String("config", "", "gateway config file (YAML); empty: embedded defaults")
+	_ = fs.Parse(args)
+
+	cfg := config.Default()
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
+	}
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if len(cfg.Backends) == 0 {
+		addr, closeDemo, err := startDemoBackend(log)
+		if err != nil {
+			return err
+		}
+		defer closeDemo()
+		cfg.Backends = append(cfg.Backends, config.Backend{Name: "demo-vllm", Engine: "vllm", URL: "http://" + addr, MaxConcurrent: 64})
+		log.Info("no backend configured: serving a simulated vLLM backend (bench/fakellm)", "url", "http://"+addr, "models", fakellm.DefaultModels)
+	}
+
+	key := os.Getenv("ADMIN_API_KEY")
+	if key == "" {
+		var raw [24]byte
+		_, _ = rand.Read(raw[:])
+		key = "mr2_" + hex.EncodeToString(raw[:])
+		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; generated admin key for this run:\n\n    %s\n\n", key)
+	}
+	g, err := gateway.Start(ctx, gateway.Options{Config: cfg, AdminKey: key, Logger: log, WatchPlugins: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	log.Info("mindrouter listening", "addr", g.Addr.String())
+	fmt.Fprintf(os.Stderr, "try:\n  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n\n",
+		g.Addr, key, firstModel(cfg))
+	select {
+	case <-ctx.Done():
+	case err := <-g.Done():
+		return err
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return g.Close(sctx)
+}
+
+func firstModel(cfg *config.Config) string {
+	if len(cfg.Backends) > 0 && len(cfg.Backends[0].Models) > 0 {
+		return cfg.Backends[0].Models[0]
+	}
+	return fakellm.DefaultModels[0]
+}
+
+func startDemoBackend(log *slog.Logger) (string, func(), error) {
+	fs, err := fakellm.New(fakellm.Config{Engine: "vllm", Logger: log.With("component", "demo-backend")})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("demo backend: %w", err)
+	}
+	go func() { _ = fs.Serve(ln) }()
+	return ln.Addr().String(), fs.Close, nil
+}
+
+func plugin(args []string) error {
+	if len(args) != 2 || args[0] != "check" {
+		return errors.New("usage: mindrouter plugin check FILE.wasm")
+	}
+	rep, err := conformance.Check(context.Background(), args[1], conformance.Options{})
+	fmt.Print(rep.String())
+	return err
+}

@@ -1,0 +1,108 @@
+// Package gateway wires the gateway's parts together: configuration, the
+// plugin host, the backend registry and its discovery, authentication and
+// the HTTP server. cmd/mindrouter calls Run; tests call Start.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/core/server"
+)
+
+// Gateway is a running gateway.
+type Gateway struct {
+	Addr   net.Addr
+	Server *server.Server
+	Host   *pluginhost.Host
+	Reg    *backend.Registry
+
+	cancel context.CancelFunc
+	done   chan error
+	log    *slog.Logger
+}
+
+// Options configure Start.
+type Options struct {
+	Config   *config.Config
+	AdminKey string
+	Logger   *slog.Logger
+	// Listener, when set, is used instead of binding Config.Listen.
+	Listener net.Listener
+	// WatchPlugins polls plugins.yaml and the .wasm files for changes at
+	// this interval (0: no hot reload except through Host.Reload).
+	WatchPlugins time.Duration
+}
+
+// Start loads plugins, starts discovery and serves until Close.
+func Start(ctx context.Context, o Options) (*Gateway, error) {
+	log := o.Logger
+	authn, err := auth.NewAdminKey(o.AdminKey)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pluginhost.LoadConfig(o.Config.PluginsPath())
+	if err != nil {
+		return nil, fmt.Errorf("load plugins: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	host, err := pluginhost.New(ctx, pcfg, "", log)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("start plugin host: %w", err)
+	}
+	reg, err := backend.NewRegistry(o.Config)
+	if err != nil {
+		cancel()
+		_ = host.Close(context.Background())
+		return nil, err
+	}
+	srv := server.New(ctx, server.Options{Config: o.Config, Host: host, Registry: reg, Auth: authn, Logger: log})
+	ln := o.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", o.Config.Listen)
+		if err != nil {
+			cancel()
+			_ = host.Close(context.Background())
+			return nil, fmt.Errorf("listen on %s: %w", o.Config.Listen, err)
+		}
+	}
+	g := &Gateway{Addr: ln.Addr(), Server: srv, Host: host, Reg: reg, cancel: cancel, done: make(chan error, 1), log: log}
+	disc := backend.NewDiscoverer(reg, host, o.Config.Discovery.Timeout.D(), log)
+	go disc.Run(ctx, o.Config.Discovery.Interval.D())
+	if o.WatchPlugins > 0 {
+		go host.Watch(ctx, o.WatchPlugins)
+	}
+	go func() { g.done <- srv.Serve(ln) }()
+	// Ready once every backend was probed once, so the first request after
+	// /readyz turns 200 can be routed.
+	select {
+	case <-disc.FirstRound():
+	case <-time.After(o.Config.Discovery.Timeout.D() + time.Second):
+		log.Warn("first discovery round still running; serving anyway")
+	}
+	srv.SetReady(true)
+	return g, nil
+}
+
+// Close stops serving, waits for open requests up to ctx, and unloads the
+// plugins.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.Server.SetReady(false)
+	err := g.Server.Shutdown(ctx)
+	g.cancel()
+	if herr := g.Host.Close(ctx); err == nil {
+		err = herr
+	}
+	return err
+}
+
+// Done reports the server's exit.
+func (g *Gateway) Done() <-chan error { return g.done }

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// relay copies a backend stream to the client: frame natively, decode each
+// read's events with the adapter in one call, encode the resulting chunks
+// with the translator in one call, write, flush. It runs on fasthttp's
+// stream-writer goroutine and owns ex until it returns.
+//
+// A failed flush means the client went away: the relay stops, and closing
+// the backend body stream drops the backend connection, which cancels the
+// generation there and frees the slot.
+func (ex *exchange) relay(w *bufio.Writer) {
+	s := ex.s
+	defer func() {
+		_ = ex.bresp.CloseBodyStream()
+		s.met.streams.Add(-1)
+		s.met.chunks.Add(uint64(ex.chunks))
+		if ex.clientGone {
+			s.met.disconnects.Add(1)
+			if ex.status == 200 {
+				ex.status = 499 // client closed request, as nginx logs it
+			}
+		}
+		s.finish(nil, ex)
+	}()
+	body := ex.bresp.BodyStream()
+	for !ex.backendDone {
+		n, rerr := body.Read(ex.rbuf)
+		if n > 0 {
+			ex.list = ex.list[:0]
+			if err := ex.split.Feed(ex.rbuf[:n], ex.emitFn); err != nil {
+				ex.streamFail(w, apierr.Wrap(canon.ErrBackend, "bad_backend_stream", "the backend stream could not be framed", err))
+				return
+			}
+			if len(ex.list) > 0 && !ex.step(w, false) {
+				return
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				ex.streamFail(w, backendUnreachable(ex.backend.Name, rerr))
+				return
+			}
+			break
+		}
+	}
+	ex.list = ex.list[:0]
+	if !ex.backendDone {
+		_ = ex.split.End(ex.emitFn)
+	}
+	ex.step(w, true)
+}
+
+// step runs one batch of framed events (ex.list) through the adapter and
+// translator and writes the result. It returns false when the stream must
+// stop.
+func (ex *exchange) step(w *bufio.Writer, end bool) bool {
+	s := ex.s
+	flags := uint32(0)
+	if ex.aFirst {
+		flags |= abi.FlagFirst
+	}
+	if end {
+		flags |= abi.FlagEnd
+	}
+	err := ex.aver.Call(s.baseCtx, abi.OpStreamDecode, pluginhost.CallInput{RequestID: ex.num, Flags: flags, State: ex.astate, Payload: ex.list}, &ex.ares)
+	if err != nil {
+		ex.streamFail(w, pluginFailure(err))
+		return false
+	}
+	ex.aFirst = false
+	ex.astate = append(ex.astate[:0], ex.ares.State...)
+	if ex.ares.Flags&abi.ResultStreamDone != 0 {
+		ex.backendDone = true
+	}
+	if len(ex.ares.Payload) == 0 && !end {
+		return true
+	}
+	flags = 0
+	if ex.tFirst {
+		flags |= abi.FlagFirst
+	}
+	if end {
+		flags |= abi.FlagEnd
+	}
+	err = ex.tver.Call(s.baseCtx, abi.OpStreamEncode, pluginhost.CallInput{RequestID: ex.num, Flags: flags, State: ex.tstate, Meta: ex.meta, Payload: ex.ares.Payload}, &ex.tres)
+	if err != nil {
+		ex.streamFail(w, pluginFailure(err))
+		return false
+	}
+	ex.tFirst = false
+	ex.tstate = append(ex.tstate[:0], ex.tres.State...)
+	ex.chunks++
+	return ex.write(w, ex.tres.Payload)
+}
+
+func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
+	if len(p) > 0 {
+		if _, err := w.Write(p); err != nil {
+			ex.clientGone = true
+			return false
+		}
+	}
+	if err := w.Flush(); err != nil {
+		ex.clientGone = true
+		return false
+	}
+	return true
+}
+
+// streamFail ends a stream that broke after the client got its 200: the
+// error is sent as one last event in the client's dialect, framed for the
+// stream (an SSE data event or an NDJSON line), and no trailer follows, so
+// the client can tell the stream is incomplete.
+func (ex *exchange) streamFail(w *bufio.Writer, err error) {
+	s := ex.s
+	e := apierr.Public(err)
+	ex.status, ex.errMsg = e.Status, e.Error()
+	s.log.LogAttrs(s.baseCtx, slog.LevelWarn, "stream failed", slog.String("req_id", ex.id), slog.String("error", e.Error()))
+	ce := e.Canon(ex.id)
+	ex.buf = ce.AppendJSON(ex.buf[:0])
+	ex.meta = abi.AppendMeta(ex.meta[:0], "route", ex.route.r.Name)
+	ex.meta = abi.AppendMeta(ex.meta, "stream", "1")
+	body := nativeError(nil, &ce)
+	if perr := ex.tver.Call(s.baseCtx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: ex.num, Meta: ex.meta, Payload: ex.buf}, &ex.tres); perr == nil {
+		body = ex.tres.Payload
+	}
+	out := ex.list[:0]
+	if ex.split == ex.ndjson {
+		out = append(append(out, body...), '\n')
+	} else {
+		out = append(append(append(out, "data: "...), body...), '\n', '\n')
+	}
+	ex.list = out
+	ex.write(w, out)
+}
