@@ -192,7 +192,7 @@ func (c *Collector) GPUInfo(ctx context.Context) (info *wire.GPUInfo, err error)
 	defer c.recoverInto(ctx, "gpu-info", &err)
 
 	info = &wire.GPUInfo{
-		Timestamp:      c.now().UTC(),
+		Timestamp:      c.now().UTC().Truncate(time.Millisecond),
 		SidecarVersion: c.version,
 		GPUs:           []wire.GPU{},
 	}
