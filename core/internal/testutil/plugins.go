@@ -1,0 +1,116 @@
+// Package testutil builds what the gateway's tests need: the repository's
+// WebAssembly plugins, compiled once per test binary into a temporary
+// directory with a plugins.yaml that points at them.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// Plugins are the first-party plugins, in plugins.yaml order.
+var Plugins = []struct{ Name, Kind string }{
+	{"openai", "translator"},
+	{"vllm", "adapter"},
+	{"ollama", "adapter"},
+}
+
+// RepoRoot finds the module root from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("testutil: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BuildWasm compiles the main package at pkg (relative to the repo root) to
+// out with the standard toolchain, as the Makefile does.
+func BuildWasm(pkg, out string, extraArgs ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, extraArgs...)
+	args = append(args, "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testutil: build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// PluginSet is a directory holding built plugins and their plugins.yaml.
+type PluginSet struct {
+	Dir  string // holds <name>.wasm and plugins.yaml
+	YAML string // path of plugins.yaml
+}
+
+var (
+	buildOnce sync.Once
+	built     PluginSet
+	buildErr  error
+)
+
+// BuildPlugins compiles the first-party plugins once per process into a
+// temporary directory and writes a plugins.yaml (trusted mode, a compilation
+// cache next to them). Call Cleanup from TestMain when done.
+func BuildPlugins() (PluginSet, error) {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mindrouter-plugins-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(Plugins))
+		sem := make(chan struct{}, 2)
+		for i, p := range Plugins {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				errs[i] = BuildWasm("plugins/"+p.Name+"/wasm", filepath.Join(dir, p.Name+".wasm"), "-ldflags=-s -w")
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				buildErr = err
+				return
+			}
+		}
+		var y strings.Builder
+		y.WriteString("abi: 1\ncache_dir: cache\nplugins:\n")
+		for _, p := range Plugins {
+			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted}\n", p.Name, p.Kind, p.Name)
+		}
+		built = PluginSet{Dir: dir, YAML: filepath.Join(dir, "plugins.yaml")}
+		buildErr = os.WriteFile(built.YAML, []byte(y.String()), 0o644)
+	})
+	return built, buildErr
+}
+
+// Cleanup removes what BuildPlugins made.
+func Cleanup() {
+	if built.Dir != "" {
+		_ = os.RemoveAll(built.Dir)
+	}
+}
