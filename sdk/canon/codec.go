@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -23,9 +24,15 @@ import (
 //     integral numbers in range (1e3 is accepted, 1.5 is not); floats must be
 //     finite. Raw JSON fields (schemas) keep a compact copy of the value.
 
-// parsers is shared by all goroutines of a native host; a plugin instance is
-// single-threaded and simply reuses one.
-var parsers fastjson.ParserPool
+// decoder is the reusable state of one DecodeJSON call.
+type decoder struct {
+	p   fastjson.Parser
+	num []byte // scratch for the text of a number
+}
+
+// decoders is shared by all goroutines of a native host; a plugin instance
+// is single-threaded and simply reuses one.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 // Add adds o's counts to u.
 func (u *Usage) Add(o Usage) {
@@ -38,22 +45,22 @@ func (u *Usage) Add(o Usage) {
 
 // decode validates and parses data, then hands its root object to f. what
 // names the type in errors.
-func decode(what string, data []byte, f func(v *fastjson.Value) error) error {
+func decode(what string, data []byte, f func(d *decoder, v *fastjson.Value) error) error {
 	// fastjson's parser is lenient (bad escapes, odd numbers); the validator
 	// is strict and cheap.
 	if err := fastjson.ValidateBytes(data); err != nil {
 		return fmt.Errorf("canon: decode %s: %w", what, err)
 	}
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(data)
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	v, err := d.p.ParseBytes(data)
 	if err != nil {
 		return fmt.Errorf("canon: decode %s: %w", what, err)
 	}
 	if v.Type() != fastjson.TypeObject {
 		return fmt.Errorf("canon: decode %s: %w", what, typeError{"object", v.Type()})
 	}
-	if err = f(v); err != nil {
+	if err = f(d, v); err != nil {
 		var pe *pathError
 		if errors.As(err, &pe) {
 			return fmt.Errorf("canon: decode %s: field %q: %w", what, pe.path, pe.err)
@@ -95,6 +102,7 @@ func (e typeError) Error() string { return "expected " + e.want + ", got " + e.g
 var (
 	errNotIntegral = errors.New("number is not an integer")
 	errRange       = errors.New("number out of range")
+	errControl     = errors.New("unescaped control character in string")
 )
 
 // fields calls f for each member of the object v; null is an empty object.
@@ -132,14 +140,14 @@ func array(v *fastjson.Value) ([]*fastjson.Value, error) {
 }
 
 // slice decodes the array v with dec; an empty array gives nil.
-func slice[T any](v *fastjson.Value, dec func(*T, *fastjson.Value) error) ([]T, error) {
+func slice[T any](d *decoder, v *fastjson.Value, dec func(*T, *decoder, *fastjson.Value) error) ([]T, error) {
 	a, err := array(v)
 	if err != nil || len(a) == 0 {
 		return nil, err
 	}
 	out := make([]T, len(a))
 	for i, ev := range a {
-		if err := dec(&out[i], ev); err != nil {
+		if err := dec(&out[i], d, ev); err != nil {
 			return nil, prefix("["+strconv.Itoa(i)+"]", err)
 		}
 	}
@@ -173,8 +181,8 @@ func getString(v *fastjson.Value) (string, error) {
 	return sb.String(), nil
 }
 
-func getStrings(v *fastjson.Value) ([]string, error) {
-	return slice(v, func(s *string, ev *fastjson.Value) (err error) {
+func getStrings(d *decoder, v *fastjson.Value) ([]string, error) {
+	return slice(d, v, func(s *string, _ *decoder, ev *fastjson.Value) (err error) {
 		*s, err = getString(ev)
 		return err
 	})
@@ -202,28 +210,29 @@ func getBoolPtr(v *fastjson.Value) (*bool, error) {
 	return &b, nil
 }
 
-// number returns the text of the number v; ok is false for null.
-func number(v *fastjson.Value, buf []byte) (text []byte, ok bool, err error) {
+// number leaves the text of the number v in d.num; ok is false for null.
+func (d *decoder) number(v *fastjson.Value) (ok bool, err error) {
 	t := v.Type()
 	if t == fastjson.TypeNull {
-		return nil, false, nil
+		return false, nil
 	}
 	if t != fastjson.TypeNumber {
-		return nil, false, typeError{"number", t}
+		return false, typeError{"number", t}
 	}
-	return v.MarshalTo(buf), true, nil
+	// The validator has checked the syntax. d.num lives on the heap with d:
+	// a stack buffer would escape through fastjson's recursive MarshalTo.
+	d.num = v.MarshalTo(d.num[:0])
+	return true, nil
 }
 
-func getInt64(v *fastjson.Value) (int64, bool, error) {
-	var buf [32]byte
-	s, ok, err := number(v, buf[:0])
-	if !ok {
+func getInt64(d *decoder, v *fastjson.Value) (int64, bool, error) {
+	if ok, err := d.number(v); !ok {
 		return 0, false, err
 	}
-	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
+	if n, err := strconv.ParseInt(string(d.num), 10, 64); err == nil {
 		return n, true, nil
 	}
-	f, err := strconv.ParseFloat(string(s), 64)
+	f, err := strconv.ParseFloat(string(d.num), 64)
 	if err != nil || f < -(1<<63) || f >= 1<<63 {
 		return 0, false, errRange
 	}
@@ -233,16 +242,16 @@ func getInt64(v *fastjson.Value) (int64, bool, error) {
 	return int64(f), true, nil
 }
 
-func getInt(v *fastjson.Value) (int, error) {
-	n, _, err := getInt64(v)
+func getInt(d *decoder, v *fastjson.Value) (int, error) {
+	n, _, err := getInt64(d, v)
 	if err == nil && int64(int(n)) != n {
 		return 0, errRange
 	}
 	return int(n), err
 }
 
-func getIntPtr(v *fastjson.Value) (*int, error) {
-	n, ok, err := getInt64(v)
+func getIntPtr(d *decoder, v *fastjson.Value) (*int, error) {
+	n, ok, err := getInt64(d, v)
 	if !ok {
 		return nil, err
 	}
@@ -253,43 +262,42 @@ func getIntPtr(v *fastjson.Value) (*int, error) {
 	return &i, nil
 }
 
-func getInt64Ptr(v *fastjson.Value) (*int64, error) {
-	n, ok, err := getInt64(v)
+func getInt64Ptr(d *decoder, v *fastjson.Value) (*int64, error) {
+	n, ok, err := getInt64(d, v)
 	if !ok {
 		return nil, err
 	}
 	return &n, nil
 }
 
-func getFloat(v *fastjson.Value, bits int) (float64, bool, error) {
-	var buf [32]byte
-	s, ok, err := number(v, buf[:0])
-	if !ok {
+// getFloat reads a finite number, correctly rounded to bits (32 or 64).
+func getFloat(d *decoder, v *fastjson.Value, bits int) (float64, bool, error) {
+	if ok, err := d.number(v); !ok {
 		return 0, false, err
 	}
-	f, err := strconv.ParseFloat(string(s), bits)
+	f, err := strconv.ParseFloat(string(d.num), bits)
 	if err != nil {
-		return 0, false, errRange // the validator already checked the syntax
+		return 0, false, errRange
 	}
 	return f, true, nil
 }
 
-func getFloatPtr(v *fastjson.Value) (*float64, error) {
-	f, ok, err := getFloat(v, 64)
+func getFloatPtr(d *decoder, v *fastjson.Value) (*float64, error) {
+	f, ok, err := getFloat(d, v, 64)
 	if !ok {
 		return nil, err
 	}
 	return &f, nil
 }
 
-func getFloat32s(v *fastjson.Value) ([]float32, error) {
+func getFloat32s(d *decoder, v *fastjson.Value) ([]float32, error) {
 	a, err := array(v)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]float32, len(a))
 	for i, ev := range a {
-		f, _, err := getFloat(ev, 32)
+		f, _, err := getFloat(d, ev, 32)
 		if err != nil {
 			return nil, prefix("["+strconv.Itoa(i)+"]", err)
 		}
@@ -302,11 +310,18 @@ func getFloat32s(v *fastjson.Value) ([]float32, error) {
 //
 // It must not call v.Type: that unescapes a string in place, after which
 // fastjson re-quotes it with strconv.AppendQuote, which is not JSON. Left
-// alone, strings are copied as written, and the input was validated.
-func getRaw(v *fastjson.Value) []byte {
+// alone, strings are copied as written, and the input was validated, except
+// that fastjson's validator lets raw control characters through in strings:
+// the copy is compact, so any such byte is in a string and is rejected.
+func getRaw(v *fastjson.Value) ([]byte, error) {
 	b := v.MarshalTo(nil)
 	if string(b) == "null" {
-		return nil
+		return nil, nil
 	}
-	return b
+	for _, c := range b {
+		if c < 0x20 {
+			return nil, errControl
+		}
+	}
+	return b, nil
 }

@@ -287,3 +287,12 @@ func TestRawSchemaIsCopied(t *testing.T) {
 		t.Fatalf("schema aliases input: %s", got)
 	}
 }
+
+func TestRawControlCharacter(t *testing.T) {
+	// fastjson's validator misses a control character followed by an escape.
+	var r ChatRequest
+	err := r.DecodeJSON([]byte("{\"tools\":[{\"parameters\":{\"a\":\"\x01\\\\n\"}}]}"))
+	if err == nil || !strings.Contains(err.Error(), `field "tools[0].parameters"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -12,39 +12,39 @@ func (x *ChatRequest) DecodeJSON(data []byte) error {
 	return decode("chat request", data, x.decode)
 }
 
-func (x *ChatRequest) decode(v *jv) error {
+func (x *ChatRequest) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "model":
 			x.Model, err = getString(v)
 		case "messages":
-			x.Messages, err = slice(v, (*Message).decode)
+			x.Messages, err = slice(d, v, (*Message).decode)
 		case "stream":
 			x.Stream, err = getBool(v)
 		case "include_usage":
 			x.IncludeUsage, err = getBool(v)
 		case "max_tokens":
-			x.MaxTokens, err = getInt(v)
+			x.MaxTokens, err = getInt(d, v)
 		case "temperature":
-			x.Temperature, err = getFloatPtr(v)
+			x.Temperature, err = getFloatPtr(d, v)
 		case "top_p":
-			x.TopP, err = getFloatPtr(v)
+			x.TopP, err = getFloatPtr(d, v)
 		case "top_k":
-			x.TopK, err = getIntPtr(v)
+			x.TopK, err = getIntPtr(d, v)
 		case "min_p":
-			x.MinP, err = getFloatPtr(v)
+			x.MinP, err = getFloatPtr(d, v)
 		case "repetition_penalty":
-			x.RepetitionPenalty, err = getFloatPtr(v)
+			x.RepetitionPenalty, err = getFloatPtr(d, v)
 		case "frequency_penalty":
-			x.FrequencyPenalty, err = getFloatPtr(v)
+			x.FrequencyPenalty, err = getFloatPtr(d, v)
 		case "presence_penalty":
-			x.PresencePenalty, err = getFloatPtr(v)
+			x.PresencePenalty, err = getFloatPtr(d, v)
 		case "seed":
-			x.Seed, err = getInt64Ptr(v)
+			x.Seed, err = getInt64Ptr(d, v)
 		case "stop":
-			x.Stop, err = getStrings(v)
+			x.Stop, err = getStrings(d, v)
 		case "n":
-			x.N, err = getInt(v)
+			x.N, err = getInt(d, v)
 		case "response_format":
 			x.ResponseFormat, err = getResponseFormat(v)
 		case "think":
@@ -52,9 +52,9 @@ func (x *ChatRequest) decode(v *jv) error {
 			s, err = getString(v)
 			x.Think = Think(s)
 		case "think_budget":
-			x.ThinkBudget, err = getInt(v)
+			x.ThinkBudget, err = getInt(d, v)
 		case "tools":
-			x.Tools, err = slice(v, (*Tool).decode)
+			x.Tools, err = slice(d, v, (*Tool).decode)
 		case "tool_choice":
 			x.ToolChoice, err = getToolChoice(v)
 		case "parallel_tool_calls":
@@ -62,7 +62,7 @@ func (x *ChatRequest) decode(v *jv) error {
 		case "user":
 			x.User, err = getString(v)
 		case "context_length":
-			x.ContextLength, err = getInt(v)
+			x.ContextLength, err = getInt(d, v)
 		}
 		return err
 	})
@@ -82,7 +82,7 @@ func getResponseFormat(v *jv) (*ResponseFormat, error) {
 		case "name":
 			rf.Name, err = getString(v)
 		case "schema":
-			rf.Schema = getRaw(v)
+			rf.Schema, err = getRaw(v)
 		case "strict":
 			rf.Strict, err = getBool(v)
 		}
@@ -108,7 +108,7 @@ func getToolChoice(v *jv) (*ToolChoice, error) {
 	})
 }
 
-func (t *Tool) decode(v *jv) error {
+func (t *Tool) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "name":
@@ -116,7 +116,7 @@ func (t *Tool) decode(v *jv) error {
 		case "description":
 			t.Description, err = getString(v)
 		case "parameters":
-			t.Parameters = getRaw(v)
+			t.Parameters, err = getRaw(v)
 		case "strict":
 			t.Strict, err = getBool(v)
 		}
@@ -130,7 +130,7 @@ func (m *Message) DecodeJSON(data []byte) error {
 	return decode("message", data, m.decode)
 }
 
-func (m *Message) decode(v *jv) error {
+func (m *Message) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "role":
@@ -138,11 +138,11 @@ func (m *Message) decode(v *jv) error {
 			s, err = getString(v)
 			m.Role = Role(s)
 		case "content":
-			m.Content, err = slice(v, (*Part).decode)
+			m.Content, err = slice(d, v, (*Part).decode)
 		case "name":
 			m.Name, err = getString(v)
 		case "tool_calls":
-			m.ToolCalls, err = slice(v, (*ToolCall).decode)
+			m.ToolCalls, err = slice(d, v, (*ToolCall).decode)
 		case "tool_call_id":
 			m.ToolCallID, err = getString(v)
 		case "reasoning":
@@ -152,7 +152,7 @@ func (m *Message) decode(v *jv) error {
 	})
 }
 
-func (p *Part) decode(v *jv) error {
+func (p *Part) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "type":
@@ -174,7 +174,7 @@ func (p *Part) decode(v *jv) error {
 	})
 }
 
-func (tc *ToolCall) decode(v *jv) error {
+func (tc *ToolCall) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "id":
@@ -194,30 +194,30 @@ func (u *Usage) DecodeJSON(data []byte) error {
 	return decode("usage", data, u.decode)
 }
 
-func (u *Usage) decode(v *jv) error {
+func (u *Usage) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "prompt_tokens":
-			u.PromptTokens, err = getInt(v)
+			u.PromptTokens, err = getInt(d, v)
 		case "completion_tokens":
-			u.CompletionTokens, err = getInt(v)
+			u.CompletionTokens, err = getInt(d, v)
 		case "total_tokens":
-			u.TotalTokens, err = getInt(v)
+			u.TotalTokens, err = getInt(d, v)
 		case "reasoning_tokens":
-			u.ReasoningTokens, err = getInt(v)
+			u.ReasoningTokens, err = getInt(d, v)
 		case "cached_tokens":
-			u.CachedTokens, err = getInt(v)
+			u.CachedTokens, err = getInt(d, v)
 		}
 		return err
 	})
 }
 
-func getUsage(v *jv) (*Usage, error) {
+func getUsage(d *decoder, v *jv) (*Usage, error) {
 	if v.Type() == fastjson.TypeNull {
 		return nil, nil
 	}
 	u := new(Usage)
-	return u, u.decode(v)
+	return u, u.decode(d, v)
 }
 
 func getFinish(v *jv) (FinishReason, error) {
@@ -231,7 +231,7 @@ func (x *ChatResponse) DecodeJSON(data []byte) error {
 	return decode("chat response", data, x.decode)
 }
 
-func (x *ChatResponse) decode(v *jv) error {
+func (x *ChatResponse) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "id":
@@ -239,24 +239,24 @@ func (x *ChatResponse) decode(v *jv) error {
 		case "model":
 			x.Model, err = getString(v)
 		case "created":
-			x.Created, _, err = getInt64(v)
+			x.Created, _, err = getInt64(d, v)
 		case "choices":
-			x.Choices, err = slice(v, (*Choice).decode)
+			x.Choices, err = slice(d, v, (*Choice).decode)
 		case "usage":
-			x.Usage, err = getUsage(v)
+			x.Usage, err = getUsage(d, v)
 		}
 		return err
 	})
 }
 
-func (c *Choice) decode(v *jv) error {
+func (c *Choice) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "index":
-			c.Index, err = getInt(v)
+			c.Index, err = getInt(d, v)
 		case "message":
 			c.Message = Message{}
-			err = c.Message.decode(v)
+			err = c.Message.decode(d, v)
 		case "finish_reason":
 			c.FinishReason, err = getFinish(v)
 		}
@@ -270,7 +270,7 @@ func (x *ChatChunk) DecodeJSON(data []byte) error {
 	return decode("chat chunk", data, x.decode)
 }
 
-func (x *ChatChunk) decode(v *jv) error {
+func (x *ChatChunk) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "id":
@@ -278,24 +278,24 @@ func (x *ChatChunk) decode(v *jv) error {
 		case "model":
 			x.Model, err = getString(v)
 		case "created":
-			x.Created, _, err = getInt64(v)
+			x.Created, _, err = getInt64(d, v)
 		case "choices":
-			x.Choices, err = slice(v, (*ChunkChoice).decode)
+			x.Choices, err = slice(d, v, (*ChunkChoice).decode)
 		case "usage":
-			x.Usage, err = getUsage(v)
+			x.Usage, err = getUsage(d, v)
 		}
 		return err
 	})
 }
 
-func (c *ChunkChoice) decode(v *jv) error {
+func (c *ChunkChoice) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "index":
-			c.Index, err = getInt(v)
+			c.Index, err = getInt(d, v)
 		case "delta":
 			c.Delta = Delta{}
-			err = c.Delta.decode(v)
+			err = c.Delta.decode(d, v)
 		case "finish_reason":
 			c.FinishReason, err = getFinish(v)
 		}
@@ -303,29 +303,29 @@ func (c *ChunkChoice) decode(v *jv) error {
 	})
 }
 
-func (d *Delta) decode(v *jv) error {
+func (dl *Delta) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "role":
 			var s string
 			s, err = getString(v)
-			d.Role = Role(s)
+			dl.Role = Role(s)
 		case "content":
-			d.Content, err = getString(v)
+			dl.Content, err = getString(v)
 		case "reasoning":
-			d.Reasoning, err = getString(v)
+			dl.Reasoning, err = getString(v)
 		case "tool_calls":
-			d.ToolCalls, err = slice(v, (*ToolCallDelta).decode)
+			dl.ToolCalls, err = slice(d, v, (*ToolCallDelta).decode)
 		}
 		return err
 	})
 }
 
-func (tc *ToolCallDelta) decode(v *jv) error {
+func (tc *ToolCallDelta) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "index":
-			tc.Index, err = getInt(v)
+			tc.Index, err = getInt(d, v)
 		case "id":
 			tc.ID, err = getString(v)
 		case "name":

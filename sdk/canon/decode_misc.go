@@ -6,15 +6,15 @@ func (x *EmbeddingRequest) DecodeJSON(data []byte) error {
 	return decode("embedding request", data, x.decode)
 }
 
-func (x *EmbeddingRequest) decode(v *jv) error {
+func (x *EmbeddingRequest) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "model":
 			x.Model, err = getString(v)
 		case "input":
-			x.Input, err = getStrings(v)
+			x.Input, err = getStrings(d, v)
 		case "dimensions":
-			x.Dimensions, err = getInt(v)
+			x.Dimensions, err = getInt(d, v)
 		case "encoding_format":
 			x.EncodingFormat, err = getString(v)
 		case "user":
@@ -30,18 +30,18 @@ func (x *EmbeddingResponse) DecodeJSON(data []byte) error {
 	return decode("embedding response", data, x.decode)
 }
 
-func (x *EmbeddingResponse) decode(v *jv) error {
+func (x *EmbeddingResponse) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "model":
 			x.Model, err = getString(v)
 		case "vectors":
-			x.Vectors, err = slice(v, func(vec *[]float32, v *jv) (err error) {
-				*vec, err = getFloat32s(v)
+			x.Vectors, err = slice(d, v, func(vec *[]float32, d *decoder, v *jv) (err error) {
+				*vec, err = getFloat32s(d, v)
 				return err
 			})
 		case "usage":
-			x.Usage, err = getUsage(v)
+			x.Usage, err = getUsage(d, v)
 		}
 		return err
 	})
@@ -53,11 +53,11 @@ func (x *Error) DecodeJSON(data []byte) error {
 	return decode("error", data, x.decode)
 }
 
-func (x *Error) decode(v *jv) error {
+func (x *Error) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "status":
-			x.Status, err = getInt(v)
+			x.Status, err = getInt(d, v)
 		case "type":
 			var s string
 			s, err = getString(v)
@@ -81,16 +81,16 @@ func (x *ModelList) DecodeJSON(data []byte) error {
 	return decode("model list", data, x.decode)
 }
 
-func (x *ModelList) decode(v *jv) error {
+func (x *ModelList) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		if string(k) == "models" {
-			x.Models, err = slice(v, (*Model).decode)
+			x.Models, err = slice(d, v, (*Model).decode)
 		}
 		return err
 	})
 }
 
-func (m *Model) decode(v *jv) error {
+func (m *Model) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "id":
@@ -98,9 +98,9 @@ func (m *Model) decode(v *jv) error {
 		case "owned_by":
 			m.OwnedBy, err = getString(v)
 		case "created":
-			m.Created, _, err = getInt64(v)
+			m.Created, _, err = getInt64(d, v)
 		case "context_length":
-			m.ContextLength, err = getInt(v)
+			m.ContextLength, err = getInt(d, v)
 		}
 		return err
 	})
@@ -112,29 +112,29 @@ func (x *Discovery) DecodeJSON(data []byte) error {
 	return decode("discovery", data, x.decode)
 }
 
-func (x *Discovery) decode(v *jv) error {
+func (x *Discovery) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "healthy":
 			x.Healthy, err = getBoolPtr(v)
 		case "models":
-			x.Models, err = slice(v, (*DiscoveredModel).decode)
+			x.Models, err = slice(d, v, (*DiscoveredModel).decode)
 		case "version":
 			x.Version, err = getString(v)
 		case "has_load":
 			x.HasLoad, err = getBool(v)
 		case "running":
-			x.Running, _, err = getFloat(v, 64)
+			x.Running, _, err = getFloat(d, v, 64)
 		case "waiting":
-			x.Waiting, _, err = getFloat(v, 64)
+			x.Waiting, _, err = getFloat(d, v, 64)
 		case "kv_cache_usage":
-			x.KVCacheUsage, _, err = getFloat(v, 64)
+			x.KVCacheUsage, _, err = getFloat(d, v, 64)
 		}
 		return err
 	})
 }
 
-func (m *DiscoveredModel) decode(v *jv) error {
+func (m *DiscoveredModel) decode(d *decoder, v *jv) error {
 	return fields(v, func(k []byte, v *jv) (err error) {
 		switch string(k) {
 		case "name":
@@ -142,13 +142,13 @@ func (m *DiscoveredModel) decode(v *jv) error {
 		case "loaded":
 			m.Loaded, err = getBool(v)
 		case "context_length":
-			m.ContextLength, err = getInt(v)
+			m.ContextLength, err = getInt(d, v)
 		case "size_bytes":
-			m.SizeBytes, _, err = getInt64(v)
+			m.SizeBytes, _, err = getInt64(d, v)
 		case "family":
 			m.Family, err = getString(v)
 		case "capabilities":
-			m.Capabilities, err = getStrings(v)
+			m.Capabilities, err = getStrings(d, v)
 		}
 		return err
 	})
