@@ -108,9 +108,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	h, err := s.src.Health(r.Context())
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, wire.Health{
-			Status: wire.StatusError, SidecarVersion: s.version, Reason: err.Error(),
-		})
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, h)

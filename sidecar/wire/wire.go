@@ -27,12 +27,12 @@ const (
 // Health is the body of GET /health.
 //
 // On success Status is "ok" and GPUCount is set. When NVML is not available
-// the sidecar answers 503 with Status "error" and a Reason.
+// the sidecar answers 503 with an ErrorResponse ({"status":"error",
+// "reason":...}); Client.Health turns that into an *Error.
 type Health struct {
 	Status         string `json:"status"`
 	GPUCount       int    `json:"gpu_count"`
-	SidecarVersion string `json:"sidecar_version,omitempty"`
-	Reason         string `json:"reason,omitempty"`
+	SidecarVersion string `json:"sidecar_version"`
 }
 
 // ErrorResponse is the body of every non-2xx answer (401, 404, 405, 503).
