@@ -1,0 +1,203 @@
+package fakellm
+
+import (
+	"strings"
+
+	"github.com/valyala/fastjson"
+)
+
+// genRequest is a generation request after parsing, engine independent.
+type genRequest struct {
+	ms           *modelState
+	reqModel     string // the model name as the client wrote it
+	stream       bool
+	maxTokens    int // 0 = no limit
+	promptTokens int
+	seedText     string // last user message or prompt: seeds the text
+	think        bool
+	hideThinking bool   // vLLM include_reasoning=false
+	jsonContent  string // when set, the content is this JSON document
+	tool         *toolPlan
+	toolNamed    bool   // vLLM: a named tool_choice finishes with "stop"
+	nullContent  bool   // vLLM: content is null when a tool is called with tool_choice auto
+	echoText     string // vLLM completions echo: the prompt, prepended to the text
+
+	includeUsage, continuousUsage bool
+	fault                         faultKind
+}
+
+type toolPlan struct {
+	name   string
+	args   string   // the arguments JSON object
+	pieces []string // args split into tokens (at least 3 when possible)
+}
+
+// plan is the token sequence a request produces: reasoning, then content or
+// one tool call (a header token and the argument pieces), cut at the token
+// budget.
+type plan struct {
+	reasoning  []string
+	content    []string
+	tool       *toolPlan
+	toolArgs   int    // argument pieces within budget
+	finish     string // "stop", "length" or "tool_calls"
+	completion int    // tokens produced
+}
+
+const reasoningSalt = 0x7265_6173_6f6e_696e
+
+// makePlan builds the plan of r: its natural output cut at r.maxTokens.
+func (s *Server) makePlan(r *genRequest) *plan {
+	p := &plan{}
+	seed := textSeed(r.ms.name, r.seedText)
+	if r.think {
+		p.reasoning = appendTextTokens(make([]string, 0, s.cfg.ReasoningTokens), seed^reasoningSalt, s.cfg.ReasoningTokens)
+	}
+	toolTokens := 0
+	switch {
+	case r.tool != nil:
+		p.tool = r.tool
+		p.toolArgs = len(r.tool.pieces)
+		toolTokens = 1 + len(r.tool.pieces)
+	case r.jsonContent != "":
+		p.content = chopPieces(r.jsonContent, 4, 1)
+	default:
+		p.content = appendTextTokens(make([]string, 0, s.cfg.Tokens), seed, s.cfg.Tokens)
+	}
+	total := len(p.reasoning) + len(p.content) + toolTokens
+	budget := r.maxTokens
+	if budget <= 0 || budget >= total {
+		p.completion = total
+		p.finish = "stop"
+		if p.tool != nil && !r.toolNamed {
+			p.finish = "tool_calls"
+		}
+		return p
+	}
+	p.finish = "length"
+	p.completion = budget
+	n := min(len(p.reasoning), budget)
+	p.reasoning = p.reasoning[:n]
+	budget -= n
+	n = min(len(p.content), budget)
+	p.content = p.content[:n]
+	budget -= n
+	if p.tool != nil {
+		if budget == 0 {
+			p.tool = nil
+			p.toolArgs = 0
+		} else {
+			p.toolArgs = budget - 1
+		}
+	}
+	return p
+}
+
+// toolArgsText is the argument text the plan emits (cut when truncated).
+func (p *plan) toolArgsText() string {
+	if p.tool == nil {
+		return ""
+	}
+	if p.toolArgs == len(p.tool.pieces) {
+		return p.tool.args
+	}
+	return strings.Join(p.tool.pieces[:p.toolArgs], "")
+}
+
+// --- shared request parsing -------------------------------------------------
+
+// messageStats counts the prompt tokens of a chat (words of every text
+// content, plus 4 per message for the chat template) and returns the text of
+// the last user message (of the last message when no user spoke).
+func messageStats(msgs []*fastjson.Value) (tokens int, lastUser string) {
+	lastAny := ""
+	for _, m := range msgs {
+		tokens += 4
+		text := messageText(m.Get("content"))
+		tokens += countWords(text)
+		// the reasoning and the arguments of earlier assistant turns are
+		// part of the prompt too
+		tokens += countWordsBytes(m.GetStringBytes("thinking"))
+		for _, tc := range m.GetArray("tool_calls") {
+			if a := tc.Get("function", "arguments"); a != nil {
+				if a.Type() == fastjson.TypeString {
+					tokens += countWordsBytes(a.GetStringBytes())
+				} else {
+					tokens += countWordsBytes(a.MarshalTo(nil))
+				}
+			}
+		}
+		lastAny = text
+		if string(m.GetStringBytes("role")) == "user" {
+			lastUser = text
+		}
+	}
+	if lastUser == "" {
+		lastUser = lastAny
+	}
+	return tokens, lastUser
+}
+
+// messageText returns the text of a message content: a string, or the text
+// parts of an OpenAI content array joined by newlines.
+func messageText(c *fastjson.Value) string {
+	if c == nil {
+		return ""
+	}
+	switch c.Type() {
+	case fastjson.TypeString:
+		return string(c.GetStringBytes())
+	case fastjson.TypeArray:
+		var sb strings.Builder
+		for _, part := range c.GetArray() {
+			t := part.GetStringBytes("text")
+			if t == nil {
+				continue
+			}
+			if sb.Len() > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.Write(t)
+		}
+		return sb.String()
+	}
+	return ""
+}
+
+// pickTool chooses the tool to call: the one named by choice, else the
+// first. It returns nil when tools is empty; notFound is set when choice
+// names a tool that is not in tools.
+func pickTool(tools []*fastjson.Value, name string, seed uint64) (tp *toolPlan, notFound bool) {
+	if len(tools) == 0 {
+		return nil, false
+	}
+	var pick *fastjson.Value
+	if name != "" {
+		for _, t := range tools {
+			if string(t.GetStringBytes("function", "name")) == name {
+				pick = t
+				break
+			}
+		}
+		if pick == nil {
+			return nil, true
+		}
+	} else {
+		pick = tools[0]
+	}
+	fn := pick.Get("function")
+	if fn == nil {
+		fn = pick // tolerate {"name":..., "parameters":...}
+	}
+	tname := string(fn.GetStringBytes("name"))
+	args := jsonFromSchema(fn.Get("parameters"), hashString(seed, tname))
+	return &toolPlan{name: tname, args: args, pieces: chopPieces(args, 4, 3)}, false
+}
+
+// jtype is v.Type() that treats a missing value (nil) as null.
+func jtype(v *fastjson.Value) fastjson.Type {
+	if v == nil {
+		return fastjson.TypeNull
+	}
+	return v.Type()
+}
