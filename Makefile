@@ -4,6 +4,8 @@ PLUGINS  := openai vllm ollama
 WASM     := $(PLUGINS:%=plugins/%.wasm)
 CONFIG   ?=
 GOFLAGS_TEST ?= -shuffle=on
+# go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
+export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
 .PHONY: help build gateway fakellm plugins sidecar run test test-short fuzz bench lint fmt check clean FORCE
 
