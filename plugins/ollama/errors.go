@@ -1,0 +1,90 @@
+package ollama
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/valyala/fastjson"
+)
+
+// maxErrorMessage caps the message taken from a backend error body.
+const maxErrorMessage = 512
+
+// DecodeError turns an Ollama error response ({"error":"..."}, or any body)
+// into a canonical error. Client mistakes keep their 4xx status; backend
+// failures become 502, 503 or 504 (see errorClass).
+func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Error) error {
+	e.Message = a.errorMessage(body)
+	if e.Message == "" {
+		e.Message = "ollama returned HTTP status " + strconv.Itoa(status)
+	}
+	e.Status, e.Type = errorClass(status)
+	lower := strings.ToLower(e.Message)
+	switch {
+	case strings.Contains(lower, "model") && strings.Contains(lower, "not found"):
+		// `model "x" not found, try pulling it first` (older Ollama) or
+		// `model 'x' not found` (newer).
+		e.Status, e.Type, e.Code = 404, canon.ErrNotFound, "model_not_found"
+	case e.Type == canon.ErrInvalidRequest && strings.Contains(lower, "context length"):
+		e.Code = "context_length_exceeded"
+	}
+	return nil
+}
+
+// errorMessage returns the "error" member of a JSON body, or the trimmed
+// body itself, capped at maxErrorMessage bytes.
+func (a *Adapter) errorMessage(body []byte) string {
+	body = bytes.TrimSpace(body)
+	msg := body
+	if len(body) > 0 && body[0] == '{' {
+		if v, err := a.p.ParseBytes(body); err == nil && v.Type() == fastjson.TypeObject {
+			if ev := v.Get("error"); ev != nil && ev.Type() != fastjson.TypeNull {
+				return capMessage([]byte(errorText(ev)))
+			}
+		}
+	}
+	return capMessage(msg)
+}
+
+// capMessage copies at most maxErrorMessage bytes of b, cut at a character
+// boundary.
+func capMessage(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > maxErrorMessage {
+		n := maxErrorMessage
+		for n > maxErrorMessage-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// errorClass maps a backend HTTP status to the status and type the client
+// sees. A backend's own 401/403 is the gateway's configuration problem, not
+// the client's, so it is reported as a backend error.
+func errorClass(status int) (int, canon.ErrorType) {
+	switch {
+	case status == 400, status == 422:
+		return status, canon.ErrInvalidRequest
+	case status == 401, status == 403:
+		return 502, canon.ErrBackend
+	case status == 404:
+		return 404, canon.ErrNotFound
+	case status == 408, status == 504:
+		return 504, canon.ErrTimeout
+	case status == 413:
+		return 413, canon.ErrRequestTooLarge
+	case status == 429:
+		return 429, canon.ErrRateLimit
+	case status == 503:
+		return 503, canon.ErrOverloaded
+	case status > 400 && status < 500:
+		return 400, canon.ErrInvalidRequest
+	}
+	return 502, canon.ErrBackend
+}

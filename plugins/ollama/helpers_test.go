@@ -1,0 +1,180 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// result is a copied abi.Result.
+type result struct {
+	Status  abi.Status
+	Flags   uint32
+	State   []byte
+	Meta    []byte
+	Payload []byte
+	Error   string
+}
+
+func (r result) meta(key string) string {
+	v, _ := abi.MetaGet(r.Meta, key)
+	return string(v)
+}
+
+func (r result) done() bool      { return r.Flags&abi.ResultStreamDone != 0 }
+func (r result) keepState() bool { return r.Flags&abi.ResultStateKeep != 0 }
+
+// harness drives one native plugin through the ABI, as the host drives the
+// wasm build, and records its log lines.
+type harness struct {
+	p    *sdk.Plugin
+	logs []string
+}
+
+func newHarness() *harness {
+	h := &harness{p: sdk.NewAdapter(Manifest(), New())}
+	h.p.SetLogger(func(level int, msg string) { h.logs = append(h.logs, msg) })
+	return h
+}
+
+// call runs op; meta is key, value, key, value, ...
+func (h *harness) call(t testing.TB, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
+	t.Helper()
+	var m []byte
+	for i := 0; i+1 < len(meta); i += 2 {
+		m = abi.AppendMeta(m, meta[i], meta[i+1])
+	}
+	in := make([]byte, abi.HeaderSize, abi.HeaderSize+len(state)+len(m)+len(payload))
+	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)),
+		PayloadLen: uint32(len(payload)), RequestID: 7})
+	in = append(in, state...)
+	in = append(in, m...)
+	in = append(in, payload...)
+	r, err := abi.ParseResult(h.p.Call(op, in))
+	if err != nil {
+		t.Fatalf("%s: malformed result: %v", op, err)
+	}
+	return result{Status: r.Status, Flags: r.Flags, State: clone(r.State), Meta: clone(r.Meta),
+		Payload: clone(r.Payload), Error: string(r.Error)}
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// items packs events or chunks as an ABI list payload.
+func items(list [][]byte) []byte {
+	var b []byte
+	for _, it := range list {
+		b = abi.AppendItem(b, it)
+	}
+	return b
+}
+
+// splitItems unpacks an ABI list payload.
+func splitItems(t testing.TB, list []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for {
+		it, rest, ok, err := abi.NextItem(list)
+		if err != nil {
+			t.Fatalf("bad item list: %v", err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, it)
+		list = rest
+	}
+}
+
+// lines splits NDJSON text into events the way the host's framer does.
+func lines(s string) [][]byte {
+	var out [][]byte
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		out = append(out, []byte(l))
+	}
+	return out
+}
+
+// pretty indents JSON for golden files and readable diffs.
+func pretty(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		t.Fatalf("invalid JSON %q: %v", b, err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// golden compares got (JSON) with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	got = pretty(t, got)
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func readFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testFiles lists testdata/dir files with the suffix, without it.
+func testFiles(t testing.TB, dir, suffix string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+suffix))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no testdata/%s/*%s files (%v)", dir, suffix, err)
+	}
+	for i := range m {
+		m[i] = strings.TrimSuffix(filepath.Base(m[i]), suffix)
+	}
+	return m
+}
+
+// chunksJSON renders a decoded chunk list as one JSON array.
+func chunksJSON(t testing.TB, payloads ...[]byte) []byte {
+	t.Helper()
+	b := []byte{'['}
+	n := 0
+	for _, p := range payloads {
+		for _, it := range splitItems(t, p) {
+			var c canon.ChatChunk
+			if err := c.DecodeJSON(it); err != nil {
+				t.Fatalf("chunk %q does not decode: %v", it, err)
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(b, it...)
+		}
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,99 @@
+package ollama
+
+import (
+	"strconv"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/valyala/fastjson"
+)
+
+// Probe names of the manifest.
+const (
+	probeModels = "models" // GET /api/tags: installed models
+	probeLoaded = "loaded" // GET /api/ps: models in memory now
+	probeHealth = "health" // GET /api/version
+)
+
+// DecodeProbe parses a probe response. Meta "status" is the probe's HTTP
+// status (taken as 200 when absent). A failed models or loaded probe is an
+// error, so the host keeps what it knew; a failed health probe reports
+// Healthy=false.
+func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.Discovery) error {
+	status := 200
+	if s := c.Meta("status"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return sdk.BadInput("probe status " + strconv.Quote(s) + " is not a number")
+		}
+		status = n
+	}
+	switch probe {
+	case probeHealth:
+		ok := status == 200
+		d.Healthy = &ok
+		if v, err := a.p.ParseBytes(body); ok && err == nil {
+			d.Version = string(v.GetStringBytes("version"))
+		}
+		return nil
+	case probeModels, probeLoaded:
+		if status < 200 || status > 299 {
+			return sdk.BadInput("ollama probe " + probe + ": HTTP status " + strconv.Itoa(status) +
+				": " + a.errorMessage(body))
+		}
+		return a.decodeModels(probe == probeLoaded, body, d)
+	}
+	return sdk.BadInput("unknown probe " + strconv.Quote(probe))
+}
+
+// decodeModels reads the "models" list of /api/tags (ListResponse) or
+// /api/ps (ProcessResponse). For loaded models the size is the part in GPU
+// memory (size_vram).
+func (a *Adapter) decodeModels(loaded bool, body []byte, d *canon.Discovery) error {
+	v, err := a.parseObject(body, "probe")
+	if err != nil {
+		return err
+	}
+	list := v.Get("models")
+	if list == nil || list.Type() == fastjson.TypeNull {
+		return nil
+	}
+	arr, err := list.Array()
+	if err != nil {
+		return sdk.BadInput("ollama probe: models is not an array")
+	}
+	d.Models = make([]canon.DiscoveredModel, 0, len(arr))
+	for _, m := range arr {
+		name := m.GetStringBytes("name")
+		if len(name) == 0 {
+			name = m.GetStringBytes("model")
+		}
+		if len(name) == 0 {
+			continue
+		}
+		dm := canon.DiscoveredModel{
+			Name:   string(name),
+			Family: string(m.GetStringBytes("details", "family")),
+			Loaded: loaded,
+		}
+		if loaded {
+			dm.SizeBytes = m.GetInt64("size_vram")
+			dm.ContextLength = m.GetInt("context_length")
+		} else {
+			dm.SizeBytes = m.GetInt64("size")
+		}
+		if dm.SizeBytes < 0 {
+			dm.SizeBytes = 0
+		}
+		if dm.ContextLength < 0 {
+			dm.ContextLength = 0
+		}
+		for _, cv := range m.GetArray("capabilities") {
+			if s := cv.GetStringBytes(); len(s) > 0 {
+				dm.Capabilities = append(dm.Capabilities, string(s))
+			}
+		}
+		d.Models = append(d.Models, dm)
+	}
+	return nil
+}
