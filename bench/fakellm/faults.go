@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -80,14 +81,17 @@ func (s *Server) hang(ctx *fasthttp.RequestCtx) {
 		select {
 		case <-done:
 		case <-s.closing:
-			_ = c.Close()
+			// unblock the read; fasthttp closes the connection when
+			// this handler returns
+			_ = c.SetReadDeadline(time.Unix(1, 0))
 			<-done
 		}
 	})
 }
 
-// drop closes the connection without sending a response.
+// drop closes the connection without sending a response (fasthttp closes a
+// hijacked connection when its handler returns).
 func (s *Server) drop(ctx *fasthttp.RequestCtx) {
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(c net.Conn) { _ = c.Close() })
+	ctx.Hijack(func(net.Conn) {})
 }

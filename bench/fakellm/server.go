@@ -108,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
-		Name:                  "uvicorn",
+		Name:                  serverName(cfg.Engine),
 		NoDefaultServerHeader: cfg.Engine == EngineOllama,
 		NoDefaultContentType:  true,
 		ReadBufferSize:        16 << 10,
@@ -192,6 +192,14 @@ func (s *Server) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.srv.ShutdownWithContext(ctx)
+}
+
+// serverName is the Server header: uvicorn for vLLM, none for Ollama (gin).
+func serverName(engine string) string {
+	if engine == EngineVLLM {
+		return "uvicorn"
+	}
+	return ""
 }
 
 func (s *Server) trackConn(c net.Conn, state fasthttp.ConnState) {

@@ -466,6 +466,17 @@ func jsonFromSchema(schema *fastjson.Value, seed uint64) string {
 	if schema == nil || schema.Type() != fastjson.TypeObject {
 		return "{}"
 	}
+	// A schema that does not say what it is ({} or only a description)
+	// describes tool arguments or a JSON answer: an object.
+	untyped := true
+	for _, k := range [...]string{"type", "$ref", "enum", "const", "anyOf", "oneOf", "allOf", "items"} {
+		if schema.Exists(k) {
+			untyped = false
+		}
+	}
+	if untyped {
+		return string(f.appendObject(nil, schema, seed, 0))
+	}
 	return string(f.appendValue(nil, schema, "", 0))
 }
 
