@@ -15,7 +15,7 @@ import (
 const maxErrorMessage = 512
 
 // DecodeError turns an Ollama error response ({"error":"..."}, or any body)
-// into a canonical error. Client mistakes keep their 4xx status; backend
+// into a canonical error. Client mistakes keep a 4xx status; backend
 // failures become 502, 503 or 504 (see errorClass).
 func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Error) error {
 	e.Message = a.errorMessage(body)
@@ -65,26 +65,29 @@ func capMessage(b []byte) string {
 }
 
 // errorClass maps a backend HTTP status to the status and type the client
-// sees. A backend's own 401/403 is the gateway's configuration problem, not
-// the client's, so it is reported as a backend error.
+// sees, as the vllm adapter does.
 func errorClass(status int) (int, canon.ErrorType) {
-	switch {
-	case status == 400, status == 422:
-		return status, canon.ErrInvalidRequest
-	case status == 401, status == 403:
-		return 502, canon.ErrBackend
-	case status == 404:
+	switch status {
+	case 400, 422:
+		return 400, canon.ErrInvalidRequest
+	case 401:
+		return 401, canon.ErrAuthentication
+	case 403:
+		return 403, canon.ErrPermission
+	case 404:
 		return 404, canon.ErrNotFound
-	case status == 408, status == 504:
+	case 408, 504:
 		return 504, canon.ErrTimeout
-	case status == 413:
+	case 413:
 		return 413, canon.ErrRequestTooLarge
-	case status == 429:
+	case 429:
 		return 429, canon.ErrRateLimit
-	case status == 503:
+	case 503:
 		return 503, canon.ErrOverloaded
-	case status > 400 && status < 500:
+	}
+	if status > 400 && status < 500 {
 		return 400, canon.ErrInvalidRequest
 	}
+	// 5xx, and statuses that should not carry an error at all.
 	return 502, canon.ErrBackend
 }

@@ -50,6 +50,11 @@ func newHarness() *harness {
 // call runs op; meta is key, value, key, value, ...
 func (h *harness) call(t testing.TB, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
 	t.Helper()
+	return parse(t, h.p.Call(op, input(flags, state, payload, meta...)))
+}
+
+// input lays out one call as the host does: header, state, meta, payload.
+func input(flags uint32, state, payload []byte, meta ...string) []byte {
 	var m []byte
 	for i := 0; i+1 < len(meta); i += 2 {
 		m = abi.AppendMeta(m, meta[i], meta[i+1])
@@ -59,10 +64,15 @@ func (h *harness) call(t testing.TB, op abi.Op, flags uint32, state, payload []b
 		PayloadLen: uint32(len(payload)), RequestID: 7})
 	in = append(in, state...)
 	in = append(in, m...)
-	in = append(in, payload...)
-	r, err := abi.ParseResult(h.p.Call(op, in))
+	return append(in, payload...)
+}
+
+// parse copies a result area out of the plugin's buffer.
+func parse(t testing.TB, b []byte) result {
+	t.Helper()
+	r, err := abi.ParseResult(b)
 	if err != nil {
-		t.Fatalf("%s: malformed result: %v", op, err)
+		t.Fatalf("malformed result: %v", err)
 	}
 	return result{Status: r.Status, Flags: r.Flags, State: clone(r.State), Meta: clone(r.Meta),
 		Payload: clone(r.Payload), Error: string(r.Error)}

@@ -15,35 +15,38 @@ const (
 	probeHealth = "health" // GET /api/version
 )
 
-// DecodeProbe parses a probe response. Meta "status" is the probe's HTTP
-// status (taken as 200 when absent). A failed models or loaded probe is an
-// error, so the host keeps what it knew; a failed health probe reports
-// Healthy=false.
+// DecodeProbe parses a probe response; meta "status" is its HTTP status.
+// As in the vllm adapter, a non-2xx status reports Healthy=false whatever
+// the probe, and an absent status is taken as success except by the health
+// probe, which exists to report exactly that.
 func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.Discovery) error {
-	status := 200
-	if s := c.Meta("status"); s != "" {
-		n, err := strconv.Atoi(s)
+	status := c.Meta("status")
+	ok := status == ""
+	if !ok {
+		n, err := strconv.Atoi(status)
 		if err != nil {
-			return sdk.BadInput("probe status " + strconv.Quote(s) + " is not a number")
+			return sdk.BadInput("probe status " + strconv.Quote(status) + " is not a number")
 		}
-		status = n
+		ok = n >= 200 && n < 300
 	}
 	switch probe {
 	case probeHealth:
-		ok := status == 200
-		d.Healthy = &ok
-		if v, err := a.p.ParseBytes(body); ok && err == nil {
-			d.Version = string(v.GetStringBytes("version"))
+		h := status != "" && ok
+		d.Healthy = &h
+		if h {
+			if v, err := a.p.ParseBytes(body); err == nil {
+				d.Version = string(v.GetStringBytes("version"))
+			}
 		}
 		return nil
 	case probeModels, probeLoaded:
-		if status < 200 || status > 299 {
-			return sdk.BadInput("ollama probe " + probe + ": HTTP status " + strconv.Itoa(status) +
-				": " + a.errorMessage(body))
+		if !ok {
+			d.Healthy = new(bool)
+			return nil
 		}
 		return a.decodeModels(probe == probeLoaded, body, d)
 	}
-	return sdk.BadInput("unknown probe " + strconv.Quote(probe))
+	return sdk.BadInput("unknown probe " + strconv.Quote(probe) + " (the ollama adapter has models, loaded and health)")
 }
 
 // decodeModels reads the "models" list of /api/tags (ListResponse) or

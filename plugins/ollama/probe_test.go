@@ -43,7 +43,10 @@ func TestDecodeProbe(t *testing.T) {
 		}}},
 		{"ps empty", "loaded", "200", "ps_empty.json", canon.Discovery{}},
 		{"version", "health", "200", "version.json", canon.Discovery{Healthy: ptr(true), Version: "0.12.6"}},
-		{"version no status", "health", "", "version.json", canon.Discovery{Healthy: ptr(true), Version: "0.12.6"}},
+		{"version no status", "health", "", "version.json", canon.Discovery{Healthy: ptr(false)}},
+		{"tags no status", "models", "", "ps_empty.json", canon.Discovery{}},
+		{"tags down", "models", "500", "tags.json", canon.Discovery{Healthy: ptr(false)}},
+		{"ps down", "loaded", "404", "ps.json", canon.Discovery{Healthy: ptr(false)}},
 		{"version down", "health", "503", "version.json", canon.Discovery{Healthy: ptr(false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +68,7 @@ func TestDecodeProbe_Health(t *testing.T) {
 	}{
 		{"200", "garbage", true},
 		{"200", "", true},
+		{"204", "", true},
 		{"500", `{"error":"boom"}`, false},
 		{"0", "", false},
 	} {
@@ -77,8 +81,6 @@ func TestDecodeProbe_Health(t *testing.T) {
 
 func TestDecodeProbe_Errors(t *testing.T) {
 	for _, tc := range []struct{ probe, status, body, want string }{
-		{"models", "500", `{"error":"disk full"}`, "HTTP status 500: disk full"},
-		{"loaded", "404", `404 page not found`, "HTTP status 404: 404 page not found"},
 		{"models", "200", `{"models":{}}`, "models is not an array"},
 		{"models", "200", `<html>`, "invalid JSON"},
 		{"loaded", "200", `[]`, "not a JSON object"},
