@@ -1,0 +1,220 @@
+package vllm
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/valyala/fastjson"
+)
+
+// stateVersion is the first byte of the stream state blob (and the
+// manifest's StateVersion).
+const stateVersion = 1
+
+// maxTracked bounds the tool calls a stream's state remembers, so a hostile
+// backend cannot grow the blob without limit. Past it, repeated ids and
+// names are passed through rather than deduplicated.
+const maxTracked = 512
+
+// toolSeen records one streamed tool call: which choice and tool index, and
+// whether its header (id, name) has been emitted.
+type toolSeen struct {
+	choice, tool uint32
+	header       bool
+}
+
+// DecodeStream turns vLLM SSE data payloads into canonical chunks.
+//
+// Stream state: the tool calls seen so far, per choice. It lets the adapter
+// emit each call's id and name once (some vLLM tool parsers repeat them on
+// every delta, which clients would read as new calls) and report
+// finish_reason tool_calls when vLLM says "stop" after streaming tool calls.
+func (a *Adapter) DecodeStream(c *sdk.Call, st *sdk.State, events [][]byte, chunks *[]canon.ChatChunk) error {
+	in := st.In
+	if c.First() {
+		in = nil // a stream starts with no tool calls, whatever the host passed
+	}
+	if err := a.loadState(in); err != nil {
+		return err
+	}
+	changed := false
+	for _, ev := range events {
+		ev = bytes.TrimSpace(ev)
+		if len(ev) == 0 {
+			continue
+		}
+		if string(ev) == "[DONE]" {
+			c.Done()
+			break
+		}
+		v, err := a.p.ParseBytes(ev)
+		if err != nil {
+			return sdk.BadInput("backend stream: invalid JSON event: " + err.Error())
+		}
+		if v.Type() != fastjson.TypeObject {
+			return sdk.BadInput("backend stream: event is not a JSON object")
+		}
+		if msg, ok := errorPayload(v); ok {
+			return sdk.BadInput("backend stream error: " + msg)
+		}
+		var ch canon.ChatChunk
+		if arr := v.GetArray("choices"); len(arr) > 0 {
+			for i, cv := range arr {
+				cc, keep, ch2 := a.chunkChoice(cv, i)
+				changed = changed || ch2
+				if keep {
+					if ch.Choices == nil {
+						ch.Choices = make([]canon.ChunkChoice, 0, len(arr))
+					}
+					ch.Choices = append(ch.Choices, cc)
+				}
+			}
+		}
+		ch.Usage = usageOf(v.Get("usage"))
+		if len(ch.Choices) == 0 && ch.Usage == nil {
+			continue // an empty delta: nothing to tell the client
+		}
+		ch.ID = a.cachedID(v.GetStringBytes("id"))
+		ch.Model = a.cachedModel(v.GetStringBytes("model"))
+		ch.Created = int64Of(v.Get("created"))
+		*chunks = append(*chunks, ch)
+	}
+	if changed {
+		a.saveState(st)
+	}
+	return nil
+}
+
+// chunkChoice converts one streamed choice. keep is false for a choice that
+// carries nothing; changed reports a state update.
+func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice, keep, changed bool) {
+	if cv == nil || cv.Type() != fastjson.TypeObject {
+		return cc, false, false
+	}
+	cc.Index = pos
+	if iv := cv.Get("index"); iv != nil && iv.Type() == fastjson.TypeNumber {
+		cc.Index = count(iv)
+	}
+	d := cv.Get("delta")
+	if d != nil && d.Type() == fastjson.TypeObject {
+		if len(d.GetStringBytes("role")) > 0 {
+			cc.Delta.Role = canon.RoleAssistant
+		}
+		cc.Delta.Content = string(d.GetStringBytes("content"))
+		cc.Delta.Reasoning = reasoningOf(d)
+		if tcs := d.GetArray("tool_calls"); len(tcs) > 0 {
+			for j, tv := range tcs {
+				if tv == nil || tv.Type() != fastjson.TypeObject {
+					continue
+				}
+				td := canon.ToolCallDelta{Index: j}
+				if iv := tv.Get("index"); iv != nil && iv.Type() == fastjson.TypeNumber {
+					td.Index = count(iv)
+				}
+				f := tv.Get("function")
+				td.ID = str(tv.Get("id"))
+				td.Name = str(f.Get("name"))
+				td.Arguments = arguments(f.Get("arguments"))
+				k := a.track(uint32(cc.Index), uint32(td.Index))
+				if k < 0 {
+					if len(a.calls) < maxTracked {
+						a.calls = append(a.calls, toolSeen{choice: uint32(cc.Index), tool: uint32(td.Index)})
+						k = len(a.calls) - 1
+						changed = true
+					}
+				}
+				if k >= 0 {
+					if a.calls[k].header {
+						td.ID, td.Name = "", ""
+					} else if td.ID != "" || td.Name != "" {
+						a.calls[k].header = true
+						changed = true
+					}
+				}
+				if td.ID == "" && td.Name == "" && td.Arguments == "" {
+					continue
+				}
+				cc.Delta.ToolCalls = append(cc.Delta.ToolCalls, td)
+			}
+		}
+	}
+	if fr := cv.GetStringBytes("finish_reason"); len(fr) > 0 {
+		cc.FinishReason = finishReason(fr, a.track(uint32(cc.Index), ^uint32(0)) >= 0)
+	}
+	keep = cc.Delta.Role != "" || cc.Delta.Content != "" || cc.Delta.Reasoning != "" ||
+		len(cc.Delta.ToolCalls) > 0 || cc.FinishReason != canon.FinishNone
+	return cc, keep, changed
+}
+
+// track returns the position of (choice, tool) in the state, or -1. tool
+// ^0 matches any tool of the choice.
+func (a *Adapter) track(choice, tool uint32) int {
+	for i := range a.calls {
+		if a.calls[i].choice == choice && (tool == ^uint32(0) || a.calls[i].tool == tool) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *Adapter) loadState(in []byte) error {
+	a.calls = a.calls[:0]
+	if len(in) == 0 {
+		return nil
+	}
+	r := sdk.StateReader{B: in}
+	if v := r.Uint(); v != stateVersion {
+		return errState("unsupported version " + strconv.FormatUint(v, 10))
+	}
+	n := r.Uint()
+	if n > maxTracked {
+		return errState("too many tool calls")
+	}
+	for i := uint64(0); i < n && r.Err() == nil; i++ {
+		choice, tool := r.Uint(), r.Uint()
+		header := r.Bool()
+		a.calls = append(a.calls, toolSeen{choice: uint32(choice), tool: uint32(tool), header: header})
+	}
+	if r.Err() != nil || len(r.B) != 0 {
+		a.calls = a.calls[:0]
+		return errState("truncated or trailing bytes")
+	}
+	return nil
+}
+
+func (a *Adapter) saveState(st *sdk.State) {
+	a.sw.B = a.sw.B[:0]
+	a.sw.Uint(stateVersion)
+	a.sw.Uint(uint64(len(a.calls)))
+	for _, t := range a.calls {
+		a.sw.Uint(uint64(t.choice))
+		a.sw.Uint(uint64(t.tool))
+		a.sw.Bool(t.header)
+	}
+	st.Set(a.sw.B)
+}
+
+type stateError string
+
+func (e stateError) Error() string { return "vllm: corrupt stream state: " + string(e) }
+
+func errState(s string) error { return stateError(s) }
+
+// cachedID returns b as a string, reusing the previous chunk's string when
+// equal (every chunk of a vLLM stream repeats the same id and model). The
+// cache only saves allocations: it never changes what is decoded.
+func (a *Adapter) cachedID(b []byte) string {
+	if string(b) != a.lastID {
+		a.lastID = string(b)
+	}
+	return a.lastID
+}
+
+func (a *Adapter) cachedModel(b []byte) string {
+	if string(b) != a.lastModel {
+		a.lastModel = string(b)
+	}
+	return a.lastModel
+}

@@ -1,0 +1,167 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+var wasmFlag = flag.Bool("wasm", false, "also build plugins/vllm/wasm for wasip1 and run the conformance checks in wazero")
+
+// wasmPlugin is the .wasm build driven through the ABI exports, as the
+// gateway drives it.
+type wasmPlugin struct {
+	mod       api.Module
+	buf, call api.Function
+}
+
+func loadWasm(t testing.TB) *wasmPlugin {
+	t.Helper()
+	if !*wasmFlag {
+		t.Skip("run with -wasm")
+	}
+	out := filepath.Join(t.TempDir(), "vllm.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
+			b, _ := m.Memory().Read(ptr, n)
+			t.Logf("plugin log %d: %s", int32(level), b)
+		}).Export(abi.ImportLog).Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wasmPlugin{mod: mod, buf: mod.ExportedFunction(abi.ExportBuf), call: mod.ExportedFunction(abi.ExportCall)}
+	res, err := mod.ExportedFunction(abi.ExportInit).Call(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := w.read(t, res[0])
+	if r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"vllm"`)) {
+		t.Fatalf("init: %s %s %s", r.Status, r.Error, r.Payload)
+	}
+	return w
+}
+
+func (w *wasmPlugin) read(t testing.TB, packed uint64) result {
+	ptr, n := abi.Unpack(packed)
+	b, ok := w.mod.Memory().Read(ptr, n)
+	if !ok {
+		t.Fatalf("result out of range")
+	}
+	r, err := abi.ParseResult(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result{Status: r.Status, Flags: r.Flags, State: bytes.Clone(r.State), Meta: bytes.Clone(r.Meta),
+		Payload: bytes.Clone(r.Payload), Error: string(r.Error)}
+}
+
+func (w *wasmPlugin) do(t testing.TB, op abi.Op, in []byte) result {
+	ctx := context.Background()
+	res, err := w.buf.Call(ctx, uint64(len(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.mod.Memory().Write(uint32(res[0]), in) {
+		t.Fatal("write out of range")
+	}
+	res, err = w.call.Call(ctx, uint64(op), uint64(len(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.read(t, res[0])
+}
+
+func callIn(flags uint32, state []byte, meta map[string]string, payload []byte) []byte {
+	var m []byte
+	for k, v := range meta {
+		m = abi.AppendMeta(m, k, v)
+	}
+	in := make([]byte, abi.HeaderSize)
+	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
+	return append(append(append(in, state...), m...), payload...)
+}
+
+// TestWasmMatchesNative runs the goldens through the wasm build and requires
+// byte-identical results to the native plugin.
+func TestWasmMatchesNative(t *testing.T) {
+	w := loadWasm(t)
+	p := newPlugin()
+	same := func(name string, op abi.Op, in []byte) result {
+		t.Helper()
+		got := w.do(t, op, in)
+		r, _ := abi.ParseResult(p.Call(op, in))
+		if got.Status != r.Status || got.Flags != r.Flags || !bytes.Equal(got.Payload, r.Payload) ||
+			!bytes.Equal(got.State, r.State) || !bytes.Equal(got.Meta, r.Meta) || got.Error != string(r.Error) {
+			t.Errorf("%s: wasm and native differ\nwasm:   %s %q %s\nnative: %s %q %s", name, got.Status, got.Error, got.Payload, r.Status, r.Error, r.Payload)
+		}
+		return got
+	}
+	for _, tc := range requestCases {
+		same("request "+tc.name, abi.OpRequestEncode, callIn(0, nil, nil, tc.req.AppendJSON(nil)))
+	}
+	for _, tc := range responseCases {
+		same("response "+tc.file, abi.OpResponseDecode, callIn(0, nil, nil, readTestdata(t, "responses", tc.file)))
+	}
+	for _, f := range append(streamFiles, "error_new.sse", "error_old.sse") {
+		var state []byte
+		for i, ev := range readSSE(t, f) {
+			r := same(f+" event "+itoa(i), abi.OpStreamDecode, callIn(0, state, nil, eventList([][]byte{ev})))
+			if r.Flags&abi.ResultStateKeep == 0 {
+				state = r.State
+			}
+		}
+	}
+	same("metrics", abi.OpProbeDecode, callIn(0, nil, map[string]string{"probe": "metrics", "status": "200"}, readTestdata(t, "probes", "metrics_v1.txt")))
+	same("models", abi.OpProbeDecode, callIn(0, nil, map[string]string{"probe": "models", "status": "200"}, readTestdata(t, "probes", "models.json")))
+	same("error", abi.OpErrorDecode, callIn(0, nil, map[string]string{"status": "404"}, readTestdata(t, "errors", "not_found.json")))
+}
+
+// BenchmarkWasm measures the per-event stream op and the request op inside
+// wazero (run with -wasm).
+func BenchmarkWasm(b *testing.B) {
+	w := loadWasm(b)
+	b.Run("stream_chunk", func(b *testing.B) {
+		in := callIn(0, nil, nil, eventList([][]byte{benchChunk}))
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := w.do(b, abi.OpStreamDecode, in); r.Status != abi.StatusOK {
+				b.Fatal(r.Error)
+			}
+		}
+	})
+	b.Run("request", func(b *testing.B) {
+		req := benchRequest()
+		in := callIn(0, nil, nil, req.AppendJSON(nil))
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := w.do(b, abi.OpRequestEncode, in); r.Status != abi.StatusOK {
+				b.Fatal(r.Error)
+			}
+		}
+	})
+}
