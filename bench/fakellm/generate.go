@@ -21,6 +21,7 @@ type genRequest struct {
 	toolNamed    bool   // vLLM: a named tool_choice finishes with "stop"
 	nullContent  bool   // vLLM: content is null when a tool is called with tool_choice auto
 	echoText     string // vLLM completions echo: the prompt, prepended to the text
+	continuation bool   // raw completion: the text continues the prompt after a space
 
 	includeUsage, continuousUsage bool
 	fault                         faultKind
@@ -63,6 +64,9 @@ func (s *Server) makePlan(r *genRequest) *plan {
 		p.content = chopPieces(r.jsonContent, 4, 1)
 	default:
 		p.content = appendTextTokens(make([]string, 0, s.cfg.Tokens), seed, s.cfg.Tokens)
+		if r.continuation && len(p.content) > 0 {
+			p.content[0] = " " + p.content[0]
+		}
 	}
 	total := len(p.reasoning) + len(p.content) + toolTokens
 	budget := r.maxTokens

@@ -132,6 +132,10 @@ func (s *Server) parseOllama(ctx *fasthttp.RequestCtx, v *fastjson.Value, chat b
 		}
 		r.seedText = prompt
 		r.promptTokens = 4 + countWords(prompt)
+		if v.GetBool("raw") { // no template: the text continues the prompt
+			r.promptTokens -= 4
+			r.continuation = true
+		}
 		if sys := v.GetStringBytes("system"); len(sys) > 0 {
 			r.promptTokens += 4 + countWordsBytes(sys)
 		}
@@ -201,6 +205,7 @@ func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, chat bool) {
 		return
 	}
 	if r.load {
+		r.ms.lastUsed.Store(time.Now().UnixNano())
 		b := s.ollamaChunkStart(nil, r)
 		if chat {
 			b = append(b, `"message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`...)
@@ -232,6 +237,7 @@ func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, chat bool) {
 	}
 	if !s.generate(c, pl.completion) {
 		c.finish(r.promptTokens, 0, "")
+		s.drop(ctx) // cancelled: the client is gone or the server is closing
 		return
 	}
 	if r.fault == faultDrop {

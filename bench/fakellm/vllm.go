@@ -214,7 +214,9 @@ func (s *Server) parseVLLMChat(v *fastjson.Value) (*genRequest, *apiError) {
 	if e := s.vllmMaxTokens(v, r, "max_completion_tokens", "max_tokens"); e != nil {
 		return nil, e
 	}
-	s.vllmStreamOptions(v, r)
+	if e := s.vllmStreamOptions(v, r); e != nil {
+		return nil, e
+	}
 
 	// reasoning
 	think := s.cfg.DefaultThinking
@@ -302,14 +304,21 @@ func (s *Server) vllmMaxTokens(v *fastjson.Value, r *genRequest, keys ...string)
 	return nil
 }
 
-func (s *Server) vllmStreamOptions(v *fastjson.Value, r *genRequest) {
+func (s *Server) vllmStreamOptions(v *fastjson.Value, r *genRequest) *apiError {
 	so := v.Get("stream_options")
-	if so == nil || so.Type() != fastjson.TypeObject {
-		return
+	if jtype(so) == fastjson.TypeNull {
+		return nil
+	}
+	if !r.stream {
+		return badRequest("Stream options can only be defined when `stream=True`.", "stream_options")
+	}
+	if so.Type() != fastjson.TypeObject {
+		return badRequest("Input should be a valid dictionary: stream_options", "stream_options")
 	}
 	// vLLM's StreamOptions.include_usage defaults to true.
 	r.includeUsage = jtype(so.Get("include_usage")) != fastjson.TypeFalse
 	r.continuousUsage = r.includeUsage && so.GetBool("continuous_usage_stats")
+	return nil
 }
 
 // vllmResponseFormat handles response_format json_object / json_schema and
@@ -373,6 +382,7 @@ func (s *Server) vllmChat(ctx *fasthttp.RequestCtx) {
 	}
 	if !s.generate(c, pl.completion) {
 		c.finish(r.promptTokens, 0, "")
+		s.drop(ctx) // cancelled: the client is gone or the server is closing
 		return
 	}
 	if r.fault == faultDrop {
@@ -737,6 +747,7 @@ func (s *Server) vllmCompletions(ctx *fasthttp.RequestCtx) {
 	}
 	if !s.generate(c, longest) {
 		c.finish(prompt, 0, "")
+		s.drop(ctx) // cancelled: the client is gone or the server is closing
 		return
 	}
 	if r.fault == faultDrop {
@@ -786,14 +797,16 @@ func (s *Server) parseVLLMCompletions(v *fastjson.Value) ([]*genRequest, *apiErr
 	echo := v.GetBool("echo")
 	reqs := make([]*genRequest, len(prompts))
 	for i, prompt := range prompts {
-		r := &genRequest{ms: ms, reqModel: ms.name, stream: v.GetBool("stream"), seedText: prompt}
+		r := &genRequest{ms: ms, reqModel: ms.name, stream: v.GetBool("stream"), seedText: prompt, continuation: true}
 		r.promptTokens = countWords(prompt)
 		// The completions API defaults max_tokens to 16.
 		r.maxTokens = 16
 		if e := s.vllmMaxTokens(v, r, "max_tokens"); e != nil {
 			return nil, e
 		}
-		s.vllmStreamOptions(v, r)
+		if e := s.vllmStreamOptions(v, r); e != nil {
+			return nil, e
+		}
 		s.vllmResponseFormat(v, r, textSeed(ms.name, prompt))
 		if echo {
 			r.echoText = prompt
@@ -928,6 +941,7 @@ func (s *Server) prefill(ctx *fasthttp.RequestCtx, ms *modelState, promptTokens 
 	c := s.newCall(ctx, ms)
 	if !c.acquire() || !c.waitToken(0) {
 		c.finish(promptTokens, 0, "")
+		s.drop(ctx) // cancelled: the client is gone or the server is closing
 		return false
 	}
 	if fault == faultDrop {

@@ -174,7 +174,11 @@ func TestVLLMChatStream(t *testing.T) {
 		t.Errorf("usage chunk = %v", usage)
 	}
 	// same text as the non-streaming answer
-	_, _, nb := post(t, url+"/v1/chat/completions", strings.Replace(req, `"stream":true`, `"stream":false`, 1))
+	code, _, _ = post(t, url+"/v1/chat/completions", strings.Replace(req, `"stream":true`, `"stream":false`, 1))
+	if code != 400 {
+		t.Errorf("stream_options without stream: status %d, want 400 as vLLM", code)
+	}
+	_, _, nb := post(t, url+"/v1/chat/completions", strings.Replace(req, `"stream":true,"stream_options":{"include_usage":true}`, `"stream":false`, 1))
 	if want := at(t, decode(t, nb), "choices", 0, "message", "content"); text.String() != want {
 		t.Errorf("stream text %q != non-stream %q", text.String(), want)
 	}
@@ -658,5 +662,50 @@ func TestVLLMMetrics(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+func TestVLLMStreamOptionsAndReasoningVisibility(t *testing.T) {
+	_, url := startServer(t, Config{Tokens: 3, ReasoningTokens: 2})
+	// continuous_usage_stats: every chunk carries the usage so far
+	_, _, body := post(t, url+"/v1/chat/completions", `{"model":"qwen3-8b","stream":true,
+		"stream_options":{"include_usage":true,"continuous_usage_stats":true},"messages":[{"role":"user","content":"x"}]}`)
+	chunks := sseChunks(t, body)
+	prev := int64(-1)
+	for _, c := range chunks {
+		n := num(t, at(t, c, "usage", "completion_tokens"))
+		if n < prev {
+			t.Errorf("usage went down: %d after %d", n, prev)
+		}
+		prev = n
+	}
+	if prev != 3 {
+		t.Errorf("final usage %d", prev)
+	}
+	// stream_options {} means include_usage, as in vLLM
+	_, _, body = post(t, url+"/v1/chat/completions", `{"model":"qwen3-8b","stream":true,"stream_options":{},"messages":[{"role":"user","content":"x"}]}`)
+	chunks = sseChunks(t, body)
+	if _, ok := chunks[len(chunks)-1]["usage"]; !ok {
+		t.Errorf("no usage chunk with stream_options {}")
+	}
+	// include_reasoning false hides the reasoning but still counts its tokens
+	req := `{"model":"qwen3-8b","include_reasoning":false,"chat_template_kwargs":{"enable_thinking":true},"messages":[{"role":"user","content":"x"}]`
+	_, _, body = post(t, url+"/v1/chat/completions", req+`}`)
+	o := decode(t, body)
+	if at(t, o, "choices", 0, "message", "reasoning_content") != nil || num(t, at(t, o, "usage", "completion_tokens")) != 5 {
+		t.Errorf("hidden reasoning: %s", body)
+	}
+	_, _, body = post(t, url+"/v1/chat/completions", req+`,"stream":true}`)
+	if strings.Contains(string(body), "reasoning") {
+		t.Errorf("hidden reasoning streamed: %s", body)
+	}
+}
+
+func TestVLLMCompletionsEcho(t *testing.T) {
+	_, url := startServer(t, Config{Tokens: 3})
+	_, _, body := post(t, url+"/v1/completions", `{"model":"qwen3-8b","prompt":"Say:","echo":true,"max_tokens":10}`)
+	text := at(t, decode(t, body), "choices", 0, "text").(string)
+	if !strings.HasPrefix(text, "Say:") || countWords(text) != 4 {
+		t.Errorf("echo text %q", text)
 	}
 }
