@@ -7,6 +7,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
 	"sync/atomic"
@@ -79,7 +80,7 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 			NoDefaultUserAgentHeader:      true,
 			StreamResponseBody:            stream,
 			MaxResponseBodySize:           64 << 20,
-			DialTimeout: func(a string, _ time.Duration) (fasthttp.Conn, error) {
+			Dial: func(a string) (net.Conn, error) {
 				return fasthttp.DialTimeout(a, t.Connect.D())
 			},
 		}

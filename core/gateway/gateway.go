@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/auth"
@@ -53,7 +54,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		return nil, fmt.Errorf("load plugins: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	host, err := pluginhost.New(ctx, pcfg, "", log)
+	host, err := pluginhost.New(ctx, pcfg, filepath.Dir(o.Config.PluginsPath()), log)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("start plugin host: %w", err)
