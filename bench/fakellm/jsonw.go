@@ -78,13 +78,6 @@ func appendJSONStringBody(b []byte, s string) []byte {
 	return append(b, s[start:]...)
 }
 
-// appendJSONStringBytes is appendJSONString for a byte slice.
-func appendJSONStringBytes(b, s []byte) []byte {
-	// The conversion does not allocate: the compiler sees that the string
-	// does not escape appendJSONString.
-	return appendJSONString(b, string(s))
-}
-
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 // appendPyFloat appends f the way Python's json module writes a float

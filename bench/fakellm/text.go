@@ -67,14 +67,6 @@ func hashString(h uint64, s string) uint64 {
 	return h
 }
 
-func hashBytes(h uint64, s []byte) uint64 {
-	for _, c := range s {
-		h ^= uint64(c)
-		h *= fnvPrime
-	}
-	return h
-}
-
 // textSeed is the seed of the completion for model and text.
 func textSeed(model, text string) uint64 {
 	h := hashString(fnvOffset, model)
@@ -245,16 +237,20 @@ func ollamaToolCallID() string {
 // object gets its required properties (all properties when the schema lists
 // none), each filled with a value of the right type.
 type schemaFiller struct {
-	root *fastjson.Value
-	seed uint64
+	root  *fastjson.Value
+	seed  uint64
+	start int // len(b) when filling began
 }
 
-const maxSchemaDepth = 8
+const (
+	maxSchemaDepth  = 8
+	maxSchemaOutput = 16 << 10 // bytes
+)
 
 func (f *schemaFiller) appendValue(b []byte, v *fastjson.Value, key string, depth int) []byte {
 	seed := hashString(f.seed, key)
-	if depth > maxSchemaDepth {
-		return append(b, "null"...)
+	if depth > maxSchemaDepth || len(b)-f.start > maxSchemaOutput {
+		return append(b, "null"...) // recursive or huge schemas stay bounded
 	}
 	if v == nil || v.Type() == fastjson.TypeTrue { // no schema: anything goes
 		return appendJSONString(b, tokPlain[wordIndex(seed, 0)])

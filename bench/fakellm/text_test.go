@@ -114,11 +114,15 @@ func TestJSONFromSchema(t *testing.T) {
 		`{"type":"object","properties":{"e":{"enum":[3,"x"]},"c":{"const":{"k":[1]}},"o":{"oneOf":[{"type":"null"},{"type":"number","minimum":5,"maximum":6}]}},"required":["e","c","o"]}`,
 		`{"type":"object","properties":{"list":{"type":"array","minItems":2,"items":{"type":"object","properties":{"id":{"type":"string","format":"uuid"}},"required":["id"]}}},"required":["list"]}`,
 		`{"type":"object","properties":{"self":{"$ref":"#"}},"required":["self"]}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"},"b":{"$ref":"#"},"c":{"$ref":"#"},"d":{"$ref":"#"},"e":{"$ref":"#"}},"required":["a","b","c","d","e"]}`,
 		`{"type":"object","properties":{"weird \"key\"\n":{"type":"boolean"}},"required":["weird \"key\"\n"]}`,
 	}
 	for _, src := range schemas {
 		schema := fastjson.MustParse(src)
 		out := jsonFromSchema(schema, 7)
+		if len(out) > 2*maxSchemaOutput {
+			t.Errorf("schema %s: %d bytes of output", src, len(out))
+		}
 		var v map[string]any
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Errorf("schema %s: invalid JSON %q: %v", src, out, err)
