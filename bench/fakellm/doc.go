@@ -45,6 +45,13 @@
 //   - Faults: Config.ErrorRate answers 500 in the engine's error shape,
 //     Config.HangRate never answers, Config.DropRate closes the connection
 //     mid-response.
+//   - Details copied from the real servers: vLLM sends stream headers at
+//     once (before TTFT) and Ollama with its first chunk; the Server header
+//     is uvicorn for vLLM and absent for Ollama; routing errors are
+//     FastAPI's {"detail":...} and gin's "404 page not found"; Ollama
+//     answers an empty prompt or message list with done_reason "load",
+//     refuses think on models without thinking, lists models with a tag
+//     (name:latest) and has no /metrics.
 //
 // Use Start (or New and Serve) to run it inside a Go test, and Stats or
 // LastBody to check what the backend received. The fakellm command

@@ -44,7 +44,7 @@ type Server struct {
 	completed     atomic.Int64
 	cancelled     atomic.Int64
 	bodyMu        sync.Mutex
-	lastBody      map[string][]byte
+	lastBody      map[string]*[]byte
 }
 
 // Stats is a snapshot of what the server has seen, for tests.
@@ -83,10 +83,10 @@ func New(cfg Config) (*Server, error) {
 		conns:         map[net.Conn]struct{}{},
 		requests:      map[string]*atomic.Int64{},
 		otherRequests: map[string]int64{},
-		lastBody:      map[string][]byte{},
+		lastBody:      map[string]*[]byte{},
 	}
 	for _, name := range cfg.Models {
-		ms := newModelState(name, cfg)
+		ms := newModelState(name)
 		s.models = append(s.models, ms)
 		s.byName[name] = ms
 	}
@@ -239,7 +239,7 @@ func (s *Server) Stats() Stats {
 	s.otherMu.Unlock()
 	s.bodyMu.Lock()
 	for p, b := range s.lastBody {
-		st.LastBody[p] = append([]byte(nil), b...)
+		st.LastBody[p] = append([]byte(nil), *b...)
 	}
 	s.bodyMu.Unlock()
 	for _, ms := range s.models {
@@ -256,7 +256,7 @@ func (s *Server) LastBody(path string) []byte {
 	s.bodyMu.Lock()
 	defer s.bodyMu.Unlock()
 	if b, ok := s.lastBody[path]; ok {
-		return append([]byte(nil), b...)
+		return append([]byte(nil), *b...)
 	}
 	return nil
 }
@@ -289,7 +289,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	if body := ctx.Request.Body(); len(body) > 0 {
 		s.bodyMu.Lock()
-		s.lastBody[string(path)] = append(s.lastBody[string(path)][:0], body...)
+		lb, ok := s.lastBody[string(path)] // no allocation for known paths
+		if !ok {
+			lb = new([]byte)
+			s.lastBody[string(path)] = lb
+		}
+		*lb = append((*lb)[:0], body...)
 		s.bodyMu.Unlock()
 	}
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -317,7 +322,7 @@ type modelState struct {
 	numCtx                   atomic.Int64
 }
 
-func newModelState(name string, cfg Config) *modelState {
+func newModelState(name string) *modelState {
 	ms := &modelState{
 		name:     name,
 		thinking: isThinkingModel(name),
@@ -489,7 +494,8 @@ func (c *call) finish(promptTokens, completionTokens int, reason string) {
 // blocks in a one-byte read of the connection, which returns when the peer
 // closes it. HTTP/1.1 clients send nothing more until the response is
 // complete, so the read never steals a request byte; stop must be called
-// before the response ends so the server gets the connection back.
+// before the response ends so the server gets the connection back. (A client
+// that half-closes its side after sending the request looks gone.)
 type connWatch struct {
 	conn     net.Conn
 	gone     chan struct{}
