@@ -1,0 +1,130 @@
+// Package pluginhost runs MindRouter's WebAssembly plugins — API-format
+// translators and backend adapters built with package sdk as GOOS=wasip1
+// reactors — through wazero, on the gateway's hot path.
+//
+// # Lifecycle
+//
+// New (and Reload, for changed plugins) does, per plugin of plugins.yaml:
+// read the file and check the optional sha256 pin; compile it once per
+// isolation class, serialised host-wide and through the compilation cache
+// (wazero#2459/#2547: never compile the same bytes concurrently); check the
+// exports and their exact signatures (_initialize, mr_abi_version,
+// mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v1.log
+// and the WASI functions the Go runtime needs; no path_open, no sockets);
+// instantiate one instance, check mr_abi_version (major 1, minor ≤ ours),
+// mr_init with the plugin's config as JSON, validate the manifest (name,
+// kind as in plugins.yaml), run a self-test call (OpErrorEncode or
+// OpErrorDecode; an error status passes, a trap does not), and fill the
+// pool to min in the background. Errors name the plugin and file:
+//
+//	pluginhost: plugin "openai" (plugins/openai.wasm): bad export: missing export "mr_call"
+//
+// Precompile (and the internal/precompile command) fills the on-disk cache
+// ahead of time, e.g. when building a container image: a cold compile of a
+// 3.6 MB Go plugin takes 0.5–4 s, a cache hit tens of milliseconds.
+//
+// # Calls
+//
+// Plugin.Pin returns the current Version with a reference; Version.Call
+// runs one op on a pooled instance; Release drops the reference. A stream
+// pins once and uses that version to the end, so a hot reload never changes
+// the state-blob layout under it. Plugin.Call pins around one call.
+//
+// A call writes the ABI call header, state, meta and payload straight into
+// the guest's input buffer (its address is cached per instance; mr_buf is
+// called only when a larger input arrives), calls mr_call through a cached
+// api.Function with a per-instance stack, reads the result area in place,
+// and copies it into the caller's Result, whose slices are reused. In
+// trusted mode a call allocates nothing on the host.
+//
+// Any trap, timeout or protocol violation discards the instance (a Go
+// runtime that threw is in an undefined state); plugin errors are data
+// (*StatusError, instance kept).
+//
+// # Pools
+//
+// Each version has an explicit bounded pool: a buffered channel of idle
+// instances and a live counter (not sync.Pool: wazero keeps every module
+// linked until Close, so dropped instances would leak ~4.5 MiB each). Get
+// takes an idle instance, else instantiates while live < max (the slow
+// path, logged and counted: 2–6 ms and ~25–50k allocations), else waits
+// until the caller's deadline (pool.wait_ms without one) and fails with
+// ErrPoolTimeout. Put discards instances after an error, after max_calls,
+// or once their linear memory passed 75% of memory_mb, and refills to min
+// in the background. Calls are CPU-bound and never block inside the guest,
+// so max defaults to GOMAXPROCS+1.
+//
+// # Timeouts: strict and trusted modes
+//
+// wazero v1.12 offers no cheap way to stop a running guest. Without
+// WithCloseOnContextDone a call cannot be interrupted, and because guest
+// code runs in a non-preemptible trampoline, a long call also blocks every
+// GC stop-the-world: one runaway plugin freezes the whole gateway. With it,
+// wazero checks for cancellation at every loop back-edge (calling out to
+// Go) and watches the context from a goroutine per call: the guest runs
+// about 5× slower on real translators and each call costs ~0.3 µs and 3
+// allocations more. The choice, per plugin (mode in plugins.yaml):
+//
+//   - strict (the default for every plugin not marked trusted): a Runtime
+//     with WithCloseOnContextDone(true); each call gets a deadline of
+//     call_timeout_ms (or the caller's, if sooner). A call past it returns
+//     ErrTimeout within about the timeout, the instance is discarded and
+//     replaced; other plugins and goroutines keep running throughout, and
+//     GC is not blocked (back-edge checks are preemption points).
+//   - trusted (first-party plugins that passed the conformance kit, fuzzing
+//     included): a Runtime without termination checks, at full speed and
+//     with zero allocations per call. A runaway call cannot be stopped. A
+//     watchdog goroutine tracks every in-flight call's start time and, when
+//     one exceeds max(10 × call_timeout_ms, 2 s), logs plugin, op and
+//     request id at error level, marks the version unhealthy (metric
+//     mindrouter_plugin_info ... 0) and calls the OnStuckCall hook, where
+//     the gateway may choose to exit and be restarted by its supervisor.
+//     Limitation: once a GC starts while the call runs, the whole process
+//     stalls, the watchdog included, until the call returns — it catches
+//     slow calls, not every infinite loop. That is the price of trusted.
+//
+// Each isolation class (mode × memory_mb) has its own wazero Runtime; all
+// share one compilation cache (the mode is part of wazero's cache key).
+// Revisit when wazero releases cheap termination checks (PRs #2524, #2533:
+// ~1.05× overhead): strict could then be the only mode.
+//
+// # Sandbox
+//
+// No filesystem, no network, no args; environment GOMEMLIMIT (75% of
+// memory_mb) and GOGC only; linear memory capped at memory_mb
+// (WithMemoryLimitPages: an allocation past it makes the Go runtime throw,
+// a trap); crypto/rand as the random source (per-instance map seeds); real
+// wall and monotonic clocks; nanosleep a no-op (a guest cannot park a
+// gateway goroutine); stdout, stderr and mr_v1.log go to a per-plugin log
+// limited to 20 lines/s (dropped lines are counted); anonymous module
+// names; _initialize as the start function. Inputs above state_max_kb or
+// max_payload_mb are refused (ErrTooLarge), results above them rejected.
+//
+// # Hot reload
+//
+// Reload re-reads plugins.yaml and the wasm files; a plugin whose bytes or
+// settings changed is loaded as a new Version through the full pipeline
+// above and swapped in atomically (atomic.Pointer). The old version keeps
+// serving its in-flight calls and pinned streams; its instances are closed
+// when its last reference goes. A broken new version (unreadable,
+// sha256 mismatch, failing checks or self-test) is refused: logged,
+// counted, kept in Plugin.LastError, and the old version keeps serving.
+// Removed plugins are retired the same way; new ones are added. Watch polls
+// the files (mtime and size, sha256 on change), debounces one interval and
+// reloads; SIGHUP reloads at once.
+//
+// # Metrics
+//
+// WriteMetrics writes, per plugin: calls by op, error statuses, traps,
+// timeouts, protocol errors, pool failures, stuck calls, instantiations
+// (and slow-path ones), discarded instances, dropped log lines, reloads,
+// a call latency histogram, instances live/idle per live version, and
+// version info. Recording a call touches atomics only.
+//
+// # Native plugins
+//
+// NewNativePlugin serves an sdk.Plugin compiled into the gateway through
+// the same Plugin/Version API, for tests and to measure the WebAssembly tax.
+//
+// See package conformance for the plugin conformance kit.
+package pluginhost

@@ -1,0 +1,240 @@
+package pluginhost
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// pool is the bounded instance pool of one plugin version: a buffered
+// channel of idle instances and a live counter. Not a sync.Pool: an
+// instance dropped by the GC would never be closed (wazero keeps every
+// module linked in its store until Close).
+type pool struct {
+	v        *Version
+	idle     chan *instance
+	live     atomic.Int32 // instances in existence or being created
+	waiting  atomic.Int32 // callers blocked in get
+	min, max int32
+	maxCalls int
+	maxMem   uint32 // recycle an instance whose linear memory grew past this
+	wait     time.Duration
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by close: wakes waiters
+	refilling atomic.Bool
+	bg        sync.WaitGroup // background instantiations
+
+	mu  sync.Mutex
+	all map[*instance]struct{} // every live instance, for the watchdog and stats
+}
+
+func newPool(v *Version, pc *PluginConfig) *pool {
+	p := &pool{
+		v:        v,
+		idle:     make(chan *instance, pc.Pool.Max),
+		min:      int32(pc.Pool.Min),
+		max:      int32(pc.Pool.Max),
+		maxCalls: pc.Pool.MaxCalls,
+		maxMem:   uint32(min(pc.Limits.MemoryMB*3/4, 4095)) << 20,
+		wait:     time.Duration(pc.Pool.WaitMS) * time.Millisecond,
+		done:     make(chan struct{}),
+		all:      map[*instance]struct{}{},
+	}
+	return p
+}
+
+// get checks out an instance: an idle one if any; else a new one while
+// live < max (the slow path, logged); else it waits for one until ctx ends
+// (or p.wait when ctx has no deadline).
+func (p *pool) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-p.idle:
+		return in, nil
+	default:
+	}
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	if p.reserve() {
+		start := time.Now()
+		in, err := p.create(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.v.plugin.metrics.slowPath.Add(1)
+		p.v.logger().LogAttrs(ctx, slog.LevelWarn, "plugin instance created on the request path",
+			slog.Duration("dur", time.Since(start)), slog.Int("live", int(p.live.Load())))
+		return in, nil
+	}
+	return p.await(ctx)
+}
+
+func (p *pool) await(ctx context.Context) (*instance, error) {
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	var timeout <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(p.wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case in := <-p.idle:
+		return in, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrPoolTimeout, ctx.Err())
+	case <-timeout:
+		return nil, fmt.Errorf("%w: waited %v", ErrPoolTimeout, p.wait)
+	case <-p.done:
+		return nil, ErrClosed
+	}
+}
+
+// reserve claims a slot for a new instance if live < max.
+func (p *pool) reserve() bool {
+	for {
+		n := p.live.Load()
+		if n >= p.max {
+			return false
+		}
+		if p.live.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// create instantiates into a reserved slot; on failure the slot is freed.
+func (p *pool) create(ctx context.Context) (*instance, error) {
+	in, err := p.v.newInstance(ctx)
+	if err != nil {
+		p.live.Add(-1)
+		return nil, err
+	}
+	p.mu.Lock()
+	p.all[in] = struct{}{}
+	p.mu.Unlock()
+	return in, nil
+}
+
+// put returns an instance after a call. It is discarded when the call
+// went wrong (trap, timeout, protocol violation), after max_calls, when its
+// memory grew past the recycle threshold, or when the pool is closed.
+func (p *pool) put(in *instance, bad bool) {
+	in.calls++
+	in.lastMem.Store(in.memBytes())
+	if bad || p.closed.Load() || (p.maxCalls > 0 && in.calls >= p.maxCalls) || in.memBytes() > p.maxMem {
+		p.discard(in)
+		return
+	}
+	p.release(in)
+}
+
+// release puts a healthy instance into the idle channel.
+func (p *pool) release(in *instance) {
+	select {
+	case p.idle <- in:
+	default: // cannot happen (cap = max); do not leak
+		p.discard(in)
+		return
+	}
+	if p.closed.Load() {
+		p.drain() // close raced with us
+	}
+}
+
+func (p *pool) discard(in *instance) {
+	p.mu.Lock()
+	delete(p.all, in)
+	p.mu.Unlock()
+	in.close()
+	p.live.Add(-1)
+	p.v.plugin.metrics.discarded.Add(1)
+	p.refill()
+}
+
+// refill tops the pool up in the background: to min, and by one more while
+// callers wait (so a waiter is not starved after a discard). One refiller
+// runs at a time.
+func (p *pool) refill() {
+	if p.closed.Load() || !p.needMore() || !p.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		defer p.refilling.Store(false)
+		failures := 0
+		for !p.closed.Load() && p.needMore() && p.reserve() {
+			ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+			in, err := p.create(ctx)
+			cancel()
+			if err != nil {
+				failures++
+				p.v.logger().Error("plugin instance refill failed", slog.Any("err", err))
+				if failures >= 3 {
+					return
+				}
+				time.Sleep(time.Duration(failures) * 50 * time.Millisecond)
+				continue
+			}
+			p.release(in)
+		}
+	}()
+}
+
+func (p *pool) needMore() bool {
+	live := p.live.Load()
+	return live < p.min || (p.waiting.Load() > 0 && live < p.max)
+}
+
+// drain closes every idle instance.
+func (p *pool) drain() {
+	for {
+		select {
+		case in := <-p.idle:
+			p.mu.Lock()
+			delete(p.all, in)
+			p.mu.Unlock()
+			in.close()
+			p.live.Add(-1)
+		default:
+			return
+		}
+	}
+}
+
+// close stops the pool: waiters fail with ErrClosed, background
+// instantiations finish, idle instances are closed. Instances still checked
+// out are closed by put.
+func (p *pool) close() {
+	if !p.closed.CompareAndSwap(false, true) {
+		return
+	}
+	close(p.done)
+	p.bg.Wait()
+	p.drain()
+}
+
+// stats counts live and idle instances and the largest linear memory.
+func (p *pool) stats() (live, idle int, maxMem uint32) {
+	idle = len(p.idle)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for in := range p.all {
+		maxMem = max(maxMem, in.lastMem.Load())
+	}
+	return len(p.all), idle, maxMem
+}
+
+// forEach calls f for every live instance (the watchdog).
+func (p *pool) forEach(f func(*instance)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for in := range p.all {
+		f(in)
+	}
+}

@@ -1,0 +1,280 @@
+package pluginhost
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/mindrouter/mindrouter/sdk/abi"
+)
+
+// Load-time check failures (wrapped in a *LoadError).
+var (
+	errExport   = errors.New("bad export")
+	errImport   = errors.New("forbidden import")
+	errVersion  = errors.New("unsupported ABI version")
+	errManifest = errors.New("bad manifest")
+	errChecksum = errors.New("sha256 mismatch")
+	errSelfTest = errors.New("self-test failed")
+)
+
+const wasiModule = wasi_snapshot_preview1.ModuleName
+
+// allowedImports is every import a plugin may have: the host log function
+// and the WASI functions the Go runtime needs (no filesystem beyond the
+// preopen probe and stdio, no sockets, no path_open).
+var allowedImports = map[string]bool{
+	abi.ImportModule + "." + abi.ImportLog: true,
+	wasiModule + ".sched_yield":            true,
+	wasiModule + ".proc_exit":              true,
+	wasiModule + ".args_get":               true,
+	wasiModule + ".args_sizes_get":         true,
+	wasiModule + ".clock_time_get":         true,
+	wasiModule + ".environ_get":            true,
+	wasiModule + ".environ_sizes_get":      true,
+	wasiModule + ".fd_write":               true,
+	wasiModule + ".random_get":             true,
+	wasiModule + ".poll_oneoff":            true,
+	wasiModule + ".fd_close":               true,
+	wasiModule + ".fd_fdstat_get":          true,
+	wasiModule + ".fd_fdstat_set_flags":    true,
+	wasiModule + ".fd_prestat_get":         true,
+	wasiModule + ".fd_prestat_dir_name":    true,
+}
+
+type signature struct{ params, results []api.ValueType }
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// requiredExports are the ABI v1 exports and their exact signatures.
+var requiredExports = []struct {
+	name string
+	sig  signature
+}{
+	{abi.ExportInitialize, signature{nil, nil}},
+	{abi.ExportABIVersion, signature{nil, []api.ValueType{i32}}},
+	{abi.ExportBuf, signature{[]api.ValueType{i32}, []api.ValueType{i32}}},
+	{abi.ExportInit, signature{[]api.ValueType{i32}, []api.ValueType{i64}}},
+	{abi.ExportCall, signature{[]api.ValueType{i32, i32}, []api.ValueType{i64}}},
+}
+
+// checkModule inspects a compiled module before anything of it runs.
+func checkModule(cm wazero.CompiledModule) error {
+	var errs []error
+	exports := cm.ExportedFunctions()
+	for _, want := range requiredExports {
+		def, ok := exports[want.name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: missing export %q", errExport, want.name))
+			continue
+		}
+		if !slices.Equal(def.ParamTypes(), want.sig.params) || !slices.Equal(def.ResultTypes(), want.sig.results) {
+			errs = append(errs, fmt.Errorf("%w: export %q has signature %s, want %s", errExport, want.name,
+				sigString(def.ParamTypes(), def.ResultTypes()), sigString(want.sig.params, want.sig.results)))
+		}
+	}
+	for _, def := range cm.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		if !allowedImports[mod+"."+name] {
+			errs = append(errs, fmt.Errorf("%w %s.%s", errImport, mod, name))
+		}
+	}
+	for _, def := range cm.ImportedMemories() {
+		mod, name, _ := def.Import()
+		errs = append(errs, fmt.Errorf("%w: memory %s.%s", errImport, mod, name))
+	}
+	return errors.Join(errs...)
+}
+
+func sigString(params, results []api.ValueType) string {
+	s := "("
+	for i, p := range params {
+		if i > 0 {
+			s += ","
+		}
+		s += api.ValueTypeName(p)
+	}
+	s += ")->("
+	for i, r := range results {
+		if i > 0 {
+			s += ","
+		}
+		s += api.ValueTypeName(r)
+	}
+	return s + ")"
+}
+
+// checkVersion accepts the same major version and a minor no newer than ours.
+func checkVersion(v uint32) error {
+	major, minor := v>>16, v&0xffff
+	if major != abi.VersionMajor || minor > abi.VersionMinor {
+		return fmt.Errorf("%w: plugin speaks ABI %d.%d, host speaks %d.%d",
+			errVersion, major, minor, abi.VersionMajor, abi.VersionMinor)
+	}
+	return nil
+}
+
+// rtClass is an isolation class. wazero applies the termination checks and
+// the memory cap per Runtime, so each (mode, memory limit) pair gets one
+// Runtime; all share one compilation cache. With the default limits that is
+// two Runtimes: strict and trusted.
+type rtClass struct {
+	strict   bool
+	memPages uint32
+}
+
+// newRuntime builds the Runtime of one class with the host modules plugins
+// link against: WASI preview 1 (the allowlist above is enforced before
+// instantiation) and mr_v1.
+func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error) {
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(c.strict).
+		WithMemoryLimitPages(c.memPages)
+	if h.cache != nil {
+		rc = rc.WithCompilationCache(h.cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("pluginhost: instantiate wasi: %w", err)
+	}
+	_, err := r.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.hostLog), []api.ValueType{i32, i32, i32}, nil).
+		WithParameterNames("level", "ptr", "len").
+		Export(abi.ImportLog).
+		Instantiate(ctx)
+	if err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("pluginhost: instantiate %s: %w", abi.ImportModule, err)
+	}
+	return r, nil
+}
+
+// moduleConfig is the sandbox of one instance: no filesystem, no network,
+// no args, an environment of GOMEMLIMIT and GOGC only, real clocks, crypto
+// randomness (distinct map-hash seeds per instance), nanosleep left a no-op
+// (a guest cannot park a gateway goroutine), stdout/stderr into the
+// plugin's rate-limited log.
+func moduleConfig(pc *PluginConfig, sink *logSink) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(abi.ExportInitialize).
+		WithEnv("GOMEMLIMIT", strconv.Itoa(pc.Limits.MemoryMB*3/4)+"MiB").
+		WithEnv("GOGC", strconv.Itoa(pc.Limits.GOGC)).
+		WithRandSource(rand.Reader).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithStdout(&lineWriter{sink: sink, level: slog.LevelInfo, stream: "stdout"}).
+		WithStderr(&lineWriter{sink: sink, level: slog.LevelWarn, stream: "stderr"})
+}
+
+// Plugin output limits.
+const (
+	logLinesPerSecond = 20
+	maxLogLine        = 2048
+)
+
+// logSink is a plugin's log: guest stdout, stderr and mr_v1.log lines, at
+// most logLinesPerSecond per plugin; the rest are counted and dropped.
+type logSink struct {
+	logger  *slog.Logger // already carries plugin=<name>
+	window  atomic.Int64 // unix second of the current window
+	count   atomic.Int32
+	dropped *atomic.Uint64
+}
+
+func newLogSink(logger *slog.Logger, dropped *atomic.Uint64) *logSink {
+	return &logSink{logger: logger, dropped: dropped}
+}
+
+func (s *logSink) allow() bool {
+	now := time.Now().Unix()
+	if w := s.window.Load(); w != now && s.window.CompareAndSwap(w, now) {
+		s.count.Store(0)
+	}
+	if s.count.Add(1) > logLinesPerSecond {
+		s.dropped.Add(1)
+		return false
+	}
+	return true
+}
+
+func (s *logSink) emit(level slog.Level, stream string, line []byte) {
+	if len(line) == 0 || !s.allow() {
+		return
+	}
+	if len(line) > maxLogLine {
+		line = line[:maxLogLine]
+	}
+	s.logger.LogAttrs(context.Background(), level, "plugin output",
+		slog.String("stream", stream), slog.String("line", string(line)))
+}
+
+// lineWriter splits a guest's stdout or stderr into lines for a logSink.
+// Each instance has its own (writes come from one instance at a time).
+type lineWriter struct {
+	sink   *logSink
+	level  slog.Level
+	stream string
+	buf    []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := slices.Index(p, '\n')
+		if i < 0 {
+			w.add(p)
+			break
+		}
+		w.add(p[:i])
+		w.sink.emit(w.level, w.stream, w.buf)
+		w.buf = w.buf[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (w *lineWriter) add(p []byte) {
+	if room := maxLogLine - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(len(p), room)]...)
+	}
+}
+
+type sinkKey struct{}
+
+// hostLog implements mr_v1.log(level, ptr, len). The sink is found by the
+// calling module (registered when the instance is created) or, during
+// _initialize, by the context InstantiateModule was given.
+func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	level := slog.Level(int32(uint32(stack[0])))
+	ptr, n := uint32(stack[1]), uint32(stack[2])
+	n = min(n, maxLogLine)
+	sink, _ := h.sinks.Load(mod)
+	s, _ := sink.(*logSink)
+	if s == nil {
+		s, _ = ctx.Value(sinkKey{}).(*logSink)
+	}
+	if s == nil {
+		return
+	}
+	b, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		return
+	}
+	s.emit(level, "log", b)
+}
