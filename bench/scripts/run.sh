@@ -306,6 +306,28 @@ if [ -z "${SKIP_GOBENCH:-}" ]; then
 fi
 
 # ---------------------------------------------------------------- summary
+# checks: the stated targets, each with the figure it rests on.
+checks() {
+	local rs=$OUT/rounds/summary.json
+	jq -r '
+		(.[] | select(.scenario == "1-plain-c1" and .target == "mindrouter")) as $m |
+		(.[] | select(.scenario == "1-plain-c1" and .target == "nginx")) as $n |
+		"- added p99, c=1, not streamed: mindrouter \($m.added.p99) µs (per-round \($m.added_min.p99|round)…\($m.added_max.p99|round)), target ≤ 300 µs: " +
+		  (if $m.added.p99 <= 300 then "**met**" else "**not met**" end),
+		"- vs nginx added p99 \($n.added.p99) µs: ratio " +
+		  (if $n.added.p99 > 0 then "\($m.added.p99 / $n.added.p99 * 100 | round / 100)×, target ≤ 3×: " +
+		     (if $m.added.p99 <= 3 * $n.added.p99 then "**met**" else "**not met**" end)
+		   else "undefined (nginx added ≤ 0 µs in the median round difference)" end)' "$rs" 2>/dev/null || echo "- latency: no round summary"
+	jq -r 'map(select(.backend == "ollama")) | if length == 0 then "- CPU per chunk: no data" else
+		([.[].gross_us_per_chunk] | sort | .[length/2|floor]) as $g |
+		([.[].marginal_us_per_chunk] | sort | .[length/2|floor]) as $mg |
+		"- gateway CPU per streamed chunk, OpenAI client → Ollama backend: \($g) µs gross (marginal \($mg) µs), target ≤ 5 µs: " +
+		  (if $g <= 5 then "**met**" elif $mg <= 5 then "**met on the marginal figure only**" else "**not met**" end) end' "$OUT/cpu/summary.json" 2>/dev/null || echo "- CPU per chunk: no data"
+	jq -r '"- \(.hold.streams) concurrent streams: \(.ok) completed, \(.errors | add // 0) errors, \(.hold.stalls) stalls in \(.hold.stalled_streams) streams (max gap \(.hold.gap.max_us / 1000 | round) ms): " +
+		(if .ok == .hold.streams and .hold.stalls == 0 then "**met**" else "**not met**" end) +
+		"; memory \(.hold.rss_per_stream_kib) KiB per stream (RSS \(.proc.rss_before_kib) → \(.proc.rss_peak_kib) KiB)"' "$OUT/hold/mindrouter.json" 2>/dev/null || echo "- many streams: no data"
+}
+
 {
 	echo "# MindRouter bench run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo
@@ -330,7 +352,8 @@ fi
 	for t in mindrouter direct; do
 		f=$OUT/hold/$t.json
 		[ -s "$f" ] || continue
-		jq -r --arg t "$t" '"| \($t) | \(.ok) / \(.hold.streams) | \(.errors) | \(.hold.peak_active) | \(.hold.stalls) (\(.hold.stalled_streams)) | \(.hold.gap.p50_us/1000)ms | \(.hold.gap.p99_us/1000)ms | \(.hold.gap.max_us/1000)ms | \(.ttft.p99_us/1000)ms | \(.proc.rss_before_kib) KiB | \(.proc.rss_peak_kib) KiB | \(.hold.rss_per_stream_kib) KiB | \(.proc.cpu_seconds)s |"' "$f"
+		jq -r --arg t "$t" 'def ms: (. / 100 | round) / 10 | tostring + " ms";
+			"| \($t) | \(.ok) / \(.hold.streams) | \(.errors | to_entries | map("\(.key): \(.value)") | join(", ") | if . == "" then "0" else . end) | \(.hold.peak_active) | \(.hold.stalls) (\(.hold.stalled_streams)) | \(.hold.gap.p50_us|ms) | \(.hold.gap.p99_us|ms) | \(.hold.gap.max_us|ms) | \(.ttft.p99_us|ms) | \(.proc.rss_before_kib) KiB | \(.proc.rss_peak_kib) KiB | \(.hold.rss_per_stream_kib) KiB | \(.proc.cpu_seconds) s (\(.proc.cpu_per_chunk_us) µs/chunk) |"' "$f"
 	done
 	echo
 	echo "## Go micro-benchmarks"
@@ -338,6 +361,10 @@ fi
 	echo '```'
 	grep -E '^(Benchmark|ok|FAIL|pkg:|---)' "$OUT/gobench.txt" 2>/dev/null || echo "(skipped)"
 	echo '```'
+	echo
+	echo "## Targets"
+	echo
+	checks
 	if [ -s "$OUT/problems.txt" ]; then
 		echo
 		echo "## Problems"
