@@ -1,0 +1,42 @@
+package openai
+
+import (
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// defaultOwner is written as owned_by when the gateway knows no owner.
+const defaultOwner = "mindrouter"
+
+// EncodeModels writes {"object":"list","data":[{"id","object":"model",
+// "created","owned_by"}]}. A known context window is added as
+// "context_length" (OpenRouter, LM Studio) and "max_model_len" (vLLM).
+func (t *Translator) EncodeModels(c *sdk.Call, list *canon.ModelList, out *sdk.Output) error {
+	b := append(out.Body, `{"object":"list","data":[`...)
+	for i := range list.Models {
+		m := &list.Models[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = jsonw.String(b, m.ID)
+		b = append(b, `,"object":"model","created":`...)
+		b = jsonw.Int(b, m.Created)
+		b = append(b, `,"owned_by":`...)
+		owner := m.OwnedBy
+		if owner == "" {
+			owner = defaultOwner
+		}
+		b = jsonw.String(b, owner)
+		if m.ContextLength > 0 {
+			b = append(b, `,"context_length":`...)
+			b = jsonw.Int(b, int64(m.ContextLength))
+			b = append(b, `,"max_model_len":`...)
+			b = jsonw.Int(b, int64(m.ContextLength))
+		}
+		b = append(b, '}')
+	}
+	out.Body = append(b, "]}"...)
+	return nil
+}

@@ -1,0 +1,51 @@
+// Package openai is MindRouter's translator for the OpenAI Chat Completions
+// API: it turns /v1/chat/completions requests into the canonical schema and
+// canonical responses, stream chunks, errors and model lists back into the
+// bytes the official openai-python and openai-go SDKs expect.
+//
+// One Translator value serves one call at a time (the SDK guarantees it);
+// per-stream state lives in the host-owned state blob, never in the value.
+// JSON is read with a reused fastjson.Parser and written with sdk/jsonw, so
+// nothing on the hot path uses reflection.
+package openai
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+)
+
+// Route names served by this translator (meta "route").
+const (
+	RouteChat   = "chat"
+	RouteModels = "models"
+)
+
+// Manifest describes the plugin to the host.
+func Manifest() sdk.Manifest {
+	return sdk.Manifest{
+		Name:    "openai",
+		Version: "0.1.0",
+		Kind:    sdk.KindTranslator,
+		Format:  "openai",
+		Routes: []sdk.Route{
+			{Name: RouteChat, Method: "POST", Path: "/v1/chat/completions", StreamContentType: "text/event-stream"},
+			{Name: RouteModels, Method: "GET", Path: "/v1/models"},
+		},
+		StateVersion: stateVersion,
+	}
+}
+
+// Translator implements sdk.Translator for the OpenAI Chat Completions
+// dialect. It is not safe for concurrent use; the scratch buffers it holds
+// are reused from call to call and carry no stream state.
+type Translator struct {
+	p   fastjson.Parser
+	buf []byte          // scratch for one stream chunk's JSON
+	st  sdk.StateWriter // scratch for the state blob
+}
+
+// New returns a Translator.
+func New() *Translator { return &Translator{} }
+
+var _ sdk.Translator = (*Translator)(nil)

@@ -1,0 +1,169 @@
+package openai
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// reqFields holds the top-level request fields this translator reads, as
+// found in one pass over the body (nil: absent or null). Anything else is
+// ignored.
+type reqFields struct {
+	model, messages, stream, streamOptions                        *fastjson.Value
+	maxTokens, maxCompletionTokens                                *fastjson.Value
+	temperature, topP, topK, minP                                 *fastjson.Value
+	repetitionPenalty, frequencyPenalty, presencePenalty          *fastjson.Value
+	seed, stop, n, responseFormat                                 *fastjson.Value
+	tools, toolChoice, parallelToolCalls, functions, functionCall *fastjson.Value
+	user, safetyIdentifier                                        *fastjson.Value
+	think, thinking, chatTemplateKwargs, reasoningEffort          *fastjson.Value
+}
+
+func (f *reqFields) set(k []byte, v *fastjson.Value) {
+	switch string(k) {
+	case "model":
+		f.model = v
+	case "messages":
+		f.messages = v
+	case "stream":
+		f.stream = v
+	case "stream_options":
+		f.streamOptions = v
+	case "max_tokens":
+		f.maxTokens = v
+	case "max_completion_tokens":
+		f.maxCompletionTokens = v
+	case "temperature":
+		f.temperature = v
+	case "top_p":
+		f.topP = v
+	case "top_k":
+		f.topK = v
+	case "min_p":
+		f.minP = v
+	case "repetition_penalty":
+		f.repetitionPenalty = v
+	case "frequency_penalty":
+		f.frequencyPenalty = v
+	case "presence_penalty":
+		f.presencePenalty = v
+	case "seed":
+		f.seed = v
+	case "stop":
+		f.stop = v
+	case "n":
+		f.n = v
+	case "response_format":
+		f.responseFormat = v
+	case "tools":
+		f.tools = v
+	case "tool_choice":
+		f.toolChoice = v
+	case "parallel_tool_calls":
+		f.parallelToolCalls = v
+	case "functions":
+		f.functions = v
+	case "function_call":
+		f.functionCall = v
+	case "user":
+		f.user = v
+	case "safety_identifier":
+		f.safetyIdentifier = v
+	case "think":
+		f.think = v
+	case "thinking":
+		f.thinking = v
+	case "chat_template_kwargs":
+		f.chatTemplateKwargs = v
+	case "reasoning_effort":
+		f.reasoningEffort = v
+	}
+}
+
+// DecodeRequest parses a Chat Completions request body into req.
+func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequest) error {
+	if route, ok := c.MetaBytes("route"); ok && len(route) > 0 && string(route) != RouteChat {
+		return sdk.BadInput("route " + string(route) + " has no request body to decode")
+	}
+	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
+	// is strict and cheap, so run it first.
+	if err := fastjson.ValidateBytes(body); err != nil {
+		return sdk.BadInput("request body is not valid JSON: " + err.Error())
+	}
+	v, err := t.p.ParseBytes(body)
+	if err != nil {
+		return sdk.BadInput("request body is not valid JSON: " + err.Error())
+	}
+	o, err := v.Object()
+	if err != nil {
+		return sdk.BadInput("request body must be a JSON object")
+	}
+	var f reqFields
+	visit(o, f.set)
+
+	if f.model == nil {
+		return errRequired("model")
+	}
+	s, ok := getStr(f.model)
+	if !ok {
+		return errType("model", "a string")
+	}
+	if s == "" {
+		return errRequired("model")
+	}
+	req.Model = s
+	if err := decodeMessages(f.messages, req); err != nil {
+		return err
+	}
+	if err := decodeSampling(&f, req); err != nil {
+		return err
+	}
+	if err := decodeStreaming(&f, req); err != nil {
+		return err
+	}
+	if err := decodeTools(&f, req); err != nil {
+		return err
+	}
+	if err := decodeResponseFormat(f.responseFormat, req); err != nil {
+		return err
+	}
+	return decodeThinking(&f, req)
+}
+
+func decodeStreaming(f *reqFields, req *canon.ChatRequest) error {
+	var ok bool
+	if f.stream != nil {
+		if req.Stream, ok = getBool(f.stream); !ok {
+			return errType("stream", "a boolean")
+		}
+	}
+	if f.streamOptions != nil {
+		o, err := f.streamOptions.Object()
+		if err != nil {
+			return errType("stream_options", "an object")
+		}
+		if v := o.Get("include_usage"); v != nil && v.Type() != fastjson.TypeNull {
+			if req.IncludeUsage, ok = getBool(v); !ok {
+				return errType("stream_options.include_usage", "a boolean")
+			}
+		}
+	}
+	for _, u := range [...]struct {
+		v    *fastjson.Value
+		name string
+	}{{f.safetyIdentifier, "safety_identifier"}, {f.user, "user"}} {
+		if u.v == nil {
+			continue
+		}
+		s, ok := getStr(u.v)
+		if !ok {
+			return errType(u.name, "a string")
+		}
+		if s != "" {
+			req.User = s // user wins over its successor safety_identifier
+		}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package openai
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// decodeSampling reads the token limit and sampling parameters.
+func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
+	// Read both limits so a malformed one is reported even when the other
+	// wins; max_completion_tokens (the current name) beats max_tokens.
+	for _, m := range [...]struct {
+		v    *fastjson.Value
+		name string
+	}{{f.maxTokens, "max_tokens"}, {f.maxCompletionTokens, "max_completion_tokens"}} {
+		if m.v == nil {
+			continue
+		}
+		n, ok := getInt(m.v)
+		if !ok {
+			return errType(m.name, "an integer")
+		}
+		if n < 1 || n > maxInt32 {
+			return sdk.BadInput(m.name + " must be between 1 and 2147483647")
+		}
+		req.MaxTokens = int(n)
+	}
+
+	floats := [...]struct {
+		v    *fastjson.Value
+		name string
+		dst  **float64
+	}{
+		{f.temperature, "temperature", &req.Temperature},
+		{f.topP, "top_p", &req.TopP},
+		{f.minP, "min_p", &req.MinP},
+		{f.repetitionPenalty, "repetition_penalty", &req.RepetitionPenalty},
+		{f.frequencyPenalty, "frequency_penalty", &req.FrequencyPenalty},
+		{f.presencePenalty, "presence_penalty", &req.PresencePenalty},
+	}
+	for i := range floats {
+		p := &floats[i]
+		if p.v == nil {
+			continue
+		}
+		x, ok := getFloat(p.v)
+		if !ok {
+			return errType(p.name, "a number")
+		}
+		*p.dst = &x
+	}
+
+	if f.topK != nil {
+		n, ok := getInt(f.topK)
+		if !ok || n < -1 || n > maxInt32 {
+			return errType("top_k", "an integer (-1 disables it)")
+		}
+		k := int(n)
+		req.TopK = &k
+	}
+	if f.seed != nil {
+		n, ok := getInt(f.seed)
+		if !ok {
+			return errType("seed", "an integer")
+		}
+		req.Seed = &n
+	}
+	if f.n != nil {
+		n, ok := getInt(f.n)
+		switch {
+		case !ok:
+			return errType("n", "an integer")
+		case n < 1:
+			return sdk.BadInput("n must be at least 1")
+		case n > 1:
+			return sdk.BadInput("n > 1 is not supported")
+		}
+		req.N = 1
+	}
+	return decodeStop(f.stop, req)
+}
+
+// decodeStop reads stop as a string or an array of strings; empty strings
+// are dropped.
+func decodeStop(v *fastjson.Value, req *canon.ChatRequest) error {
+	if v == nil {
+		return nil
+	}
+	const msg = "a string or an array of strings"
+	if s, ok := getStr(v); ok {
+		if s != "" {
+			req.Stop = []string{s}
+		}
+		return nil
+	}
+	arr, err := v.Array()
+	if err != nil {
+		return errType("stop", msg)
+	}
+	for _, e := range arr {
+		s, ok := getStr(e)
+		if !ok {
+			return errType("stop", msg)
+		}
+		if s != "" {
+			req.Stop = append(req.Stop, s)
+		}
+	}
+	return nil
+}

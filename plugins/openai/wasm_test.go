@@ -1,0 +1,176 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+var wasmFlag = flag.Bool("wasm", false, "also build plugins/openai/wasm for wasip1 and check it against the native plugin in wazero")
+
+// wasmPlugin runs the built .wasm through the ABI exports.
+type wasmPlugin struct {
+	t         testing.TB
+	mod       api.Module
+	buf, call api.Function
+}
+
+func loadWasm(t testing.TB) *wasmPlugin {
+	t.Helper()
+	if !*wasmFlag {
+		t.Skip("run with -wasm")
+	}
+	path := filepath.Join(t.TempDir(), "openai.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", path, "./wasm")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	code, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { r.Close(ctx) })
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	if _, err := r.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
+		WithFunc(func(context.Context, api.Module, uint32, uint32, uint32) {}).Export(abi.ImportLog).
+		Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := r.InstantiateWithConfig(ctx, code, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wasmPlugin{t: t, mod: mod, buf: mod.ExportedFunction(abi.ExportBuf), call: mod.ExportedFunction(abi.ExportCall)}
+	if v, err := mod.ExportedFunction(abi.ExportABIVersion).Call(ctx); err != nil || uint32(v[0]) != abi.Version {
+		t.Fatalf("abi version %v %v", v, err)
+	}
+	res := w.raw(mod.ExportedFunction(abi.ExportInit), nil)
+	var m struct {
+		Name  string `json:"name"`
+		Kind  string `json:"kind"`
+		State int    `json:"state_version"`
+	}
+	if err := json.Unmarshal(res.Payload, &m); err != nil || m.Name != "openai" || m.Kind != "translator" || m.State != 1 {
+		t.Fatalf("manifest %s: %v", res.Payload, err)
+	}
+	return w
+}
+
+func (w *wasmPlugin) raw(f api.Function, in []byte, params ...uint64) abi.Result {
+	ctx := context.Background()
+	v, err := w.buf.Call(ctx, uint64(len(in)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if !w.mod.Memory().Write(uint32(v[0]), in) {
+		w.t.Fatal("write input")
+	}
+	v, err = f.Call(ctx, append(params, uint64(len(in)))...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	p, n := abi.Unpack(v[0])
+	area, ok := w.mod.Memory().Read(p, n)
+	if !ok {
+		w.t.Fatal("read result")
+	}
+	r, err := abi.ParseResult(bytes.Clone(area))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return r
+}
+
+// TestWasm_MatchesNative runs the golden inputs through the .wasm and the
+// native plugin and requires identical results.
+func TestWasm_MatchesNative(t *testing.T) {
+	w := loadWasm(t)
+	native := newPlugin()
+	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
+		t.Helper()
+		want := call(t, native, op, flags, state, payload, meta...)
+		var m []byte
+		for i := 0; i+1 < len(meta); i += 2 {
+			m = abi.AppendMeta(m, meta[i], meta[i+1])
+		}
+		in := make([]byte, abi.HeaderSize)
+		abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
+		in = append(append(append(in, state...), m...), payload...)
+		got := w.raw(w.call, in, uint64(op))
+		if got.Status != want.Status || !bytes.Equal(got.Payload, want.Payload) || string(got.Error) != want.Error ||
+			got.Flags != want.Flags || !bytes.Equal(got.State, want.State) {
+			t.Errorf("%s: wasm %s %s %q, native %s %s %q", name, got.Status, got.Payload, got.Error, want.Status, want.Payload, want.Error)
+		}
+		return want
+	}
+	for _, name := range testFiles(t, "requests", ".req.json") {
+		body, _ := os.ReadFile(filepath.Join("testdata", "requests", name+".req.json"))
+		check(name, abi.OpRequestDecode, 0, nil, body, "route", RouteChat)
+	}
+	check("bad request", abi.OpRequestDecode, 0, nil, []byte(`{"model":"m","messages":[],"n":2}`), "route", RouteChat)
+	for _, name := range testFiles(t, "responses", ".canon.json") {
+		body, _ := os.ReadFile(filepath.Join("testdata", "responses", name+".canon.json"))
+		check(name, abi.OpResponseEncode, 0, nil, body, append([]string{"route", RouteChat}, gwMeta...)...)
+	}
+	models, _ := os.ReadFile(filepath.Join("testdata", "models.canon.json"))
+	check("models", abi.OpModelsEncode, 0, nil, models, "route", RouteModels)
+	for _, name := range testFiles(t, "streams", ".json") {
+		sc := loadStream(t, name)
+		var state []byte
+		for i := range sc.chunks {
+			var flags uint32
+			if i == 0 {
+				flags |= abi.FlagFirst
+			}
+			r := check(name, abi.OpStreamEncode, flags, state, chunkList(sc.chunks[i:i+1]), sc.meta...)
+			if r.Flags&abi.ResultStateKeep == 0 {
+				state = r.State
+			}
+		}
+		check(name+" end", abi.OpStreamEncode, abi.FlagEnd, state, nil, sc.meta...)
+	}
+	check("corrupt state", abi.OpStreamEncode, 0, []byte{9, 9}, nil, streamMeta...)
+}
+
+// BenchmarkWasm measures the ops inside wazero, where Go code runs several
+// times slower than natively: the mid-stream per-chunk op and the request op.
+func BenchmarkWasm(b *testing.B) {
+	w := loadWasm(b)
+	var sw sdk.StateWriter
+	state := (&streamState{roles: 1, tools: 1, named: 1}).encode(&sw)
+	body, _ := os.ReadFile(filepath.Join("testdata", "requests", "tools.req.json"))
+	for _, tc := range []struct {
+		name string
+		op   abi.Op
+		in   []byte
+	}{
+		{"stream_content", abi.OpStreamEncode, benchInput(b, 0, state, chunkList([]canon.ChatChunk{{Choices: []canon.ChunkChoice{{Delta: canon.Delta{Content: " world"}}}}}), streamMeta...)},
+		{"stream_tool_args", abi.OpStreamEncode, benchInput(b, 0, state, chunkList([]canon.ChatChunk{{Choices: []canon.ChunkChoice{{Delta: canon.Delta{ToolCalls: []canon.ToolCallDelta{{Arguments: `"Paris"}`}}}}}}}), streamMeta...)},
+		{"request_tools", abi.OpRequestDecode, benchInput(b, 0, nil, body, "route", RouteChat)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := w.raw(w.call, tc.in, uint64(tc.op)); r.Status != abi.StatusOK {
+					b.Fatal(r.Status, string(r.Error))
+				}
+			}
+		})
+	}
+}
