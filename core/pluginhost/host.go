@@ -38,8 +38,8 @@ type Host struct {
 
 	sinks sync.Map // api.Module -> *logSink
 
-	metrics  hostMetrics
-	watchdog watchdog
+	metrics    hostMetrics
+	timekeeper timekeeper
 
 	stop   context.CancelFunc // ends Watch and the watchdog
 	bgCtx  context.Context
@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg *Config, baseDir string, logger *slog.Logger) 
 		h.Close(ctx)
 		return nil, errors.Join(errs...)
 	}
-	h.watchdog.start(h)
+	h.timekeeper.start(h)
 	return h, nil
 }
 
@@ -173,13 +173,15 @@ func (h *Host) loadBytes(ctx context.Context, p *Plugin, pc PluginConfig, wasm [
 	}
 	v := h.newVersion(p, pc, sha)
 	v.mod = c
-	if err := v.start(ctx); err != nil {
-		h.releaseCompiled(c)
-		return nil, err
-	}
+	// Registered before start so the timekeeper enforces the self-test's deadline.
 	h.versionsMu.Lock()
 	h.versions[v] = struct{}{}
 	h.versionsMu.Unlock()
+	if err := v.start(ctx); err != nil {
+		h.forget(v)
+		h.releaseCompiled(c)
+		return nil, err
+	}
 	h.logger.Info("plugin loaded", slog.String("plugin", p.name), slog.String("version", v.manifest.Version),
 		slog.String("sha256", sha[:12]), slog.String("mode", string(pc.Mode)), slog.Uint64("seq", v.seq))
 	return v, nil
@@ -221,18 +223,21 @@ func (v *Version) start(ctx context.Context) error {
 		v.pool.live.Add(-1)
 		return err
 	}
+	v.pool.mu.Lock()
+	v.pool.all[in] = struct{}{}
+	v.pool.mu.Unlock()
 	if v.manifest, err = parseManifest(raw, &v.cfg); err == nil {
 		err = v.selfTest(ctx, in)
 	}
 	if err != nil {
+		v.pool.mu.Lock()
+		delete(v.pool.all, in)
+		v.pool.mu.Unlock()
 		in.close()
 		v.pool.live.Add(-1)
 		return err
 	}
 	v.plugin.metrics.instantiations.Add(1)
-	v.pool.mu.Lock()
-	v.pool.all[in] = struct{}{}
-	v.pool.mu.Unlock()
 	v.pool.release(in)
 	v.pool.refill()
 	return nil

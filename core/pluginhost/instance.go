@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,16 +73,17 @@ func (e *StatusError) Error() string {
 // instance is one guest (or one native sdk.Plugin), checked out exclusively
 // for the duration of a call.
 type instance struct {
-	v     *Version
-	mod   api.Module
-	mem   api.Memory
-	call  api.Function // cached: ExportedFunction builds a call engine each time
-	buf   api.Function
-	ctx   context.Context // trusted calls: pre-built, no per-call allocation
-	stack [2]uint64
-	inPtr uint32 // guest input buffer address (stable until the next mr_buf)
-	inCap uint32
-	calls int
+	v      *Version
+	mod    api.Module
+	mem    api.Memory
+	call   api.Function // cached: ExportedFunction builds a call engine each time
+	buf    api.Function
+	ctx    context.Context // every call's context: built once, no per-call allocation
+	cancel context.CancelFunc
+	stack  [2]uint64
+	inPtr  uint32 // guest input buffer address (stable until the next mr_buf)
+	inCap  uint32
+	calls  int
 
 	// Read by the watchdog while a call runs.
 	started  atomic.Int64 // mono() at call start, 0 when idle
@@ -89,6 +91,12 @@ type instance struct {
 	reqID    atomic.Uint64
 	reported atomic.Bool
 	lastMem  atomic.Uint32 // linear memory size after the last call
+
+	// Strict deadline, shared with the timekeeper.
+	mu       sync.Mutex
+	deadline int64 // mono ns
+	running  bool
+	timedOut bool
 
 	native *sdk.Plugin
 	nbuf   []byte
@@ -110,11 +118,8 @@ func (in *instance) do(ctx context.Context, op abi.Op, ci *CallInput, out *Resul
 	if in.native != nil {
 		in.nbuf = writeInput(in.nbuf[:0], need, ci)
 		res = in.native.Call(op, in.nbuf)
-	} else {
-		var ok bool
-		if res, ok, err = in.callWasm(ctx, op, need, ci); err != nil || !ok {
-			return true, err
-		}
+	} else if res, bad, err = in.callWasm(ctx, op, need, ci); err != nil {
+		return true, err
 	}
 	r, perr := abi.ParseResult(res)
 	if perr != nil {
@@ -137,7 +142,7 @@ func (in *instance) do(ctx context.Context, op abi.Op, ci *CallInput, out *Resul
 		out.Err = fmt.Appendf(out.Err[:0], "state blob %d B over the %d B limit", len(r.State), v.stateMax)
 	}
 	if out.Status >= abi.StatusBadInput {
-		return false, &StatusError{Plugin: v.plugin.name, Op: op, Status: out.Status, Msg: string(out.Err)}
+		return bad, &StatusError{Plugin: v.plugin.name, Op: op, Status: out.Status, Msg: string(out.Err)}
 	}
 	return false, nil
 }
@@ -160,21 +165,54 @@ func writeInput(b []byte, need int, ci *CallInput) []byte {
 
 // callWasm writes the input into the guest buffer in place, calls mr_call
 // and returns a view of the result area (valid until the next call on this
-// instance). ok is false when the instance must be discarded.
-func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallInput) (res []byte, ok bool, err error) {
+// instance). discard reports an instance that must not be reused even
+// though the call completed.
+func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallInput) (res []byte, discard bool, err error) {
 	v := in.v
-	cctx, cancel := in.callContext(ctx)
-	if cancel != nil {
-		defer cancel()
+	start := mono()
+	in.op.Store(uint32(op))
+	in.reqID.Store(ci.RequestID)
+	in.started.Store(start)
+	if v.strict {
+		deadline := start + int64(v.timeout)
+		if dl, ok := ctx.Deadline(); ok {
+			deadline = min(deadline, start+int64(time.Until(dl)))
+		}
+		in.beginStrict(deadline)
 	}
+	err = in.writeAndCall(op, need, ci)
+	in.started.Store(0)
+	if in.reported.Load() {
+		in.reported.Store(false)
+	}
+	if v.strict && in.endStrict() {
+		// The timekeeper fired: even a call that completed meanwhile
+		// leaves a cancelled context behind, so the instance goes.
+		if err == nil {
+			res, err = in.result(op)
+			return res, true, err
+		}
+		return nil, true, v.errorf(op, ErrTimeout, "after %v", time.Duration(mono()-start).Round(time.Millisecond))
+	}
+	if err != nil {
+		if errors.Is(err, ErrProtocol) {
+			return nil, true, err
+		}
+		return nil, true, v.errorf(op, ErrTrap, "%v", err)
+	}
+	res, err = in.result(op)
+	return res, err != nil, err
+}
+
+func (in *instance) writeAndCall(op abi.Op, need int, ci *CallInput) error {
 	if uint32(need) > in.inCap {
-		if err := in.grow(cctx, op, uint32(need)); err != nil {
-			return nil, false, in.classify(ctx, cctx, op, err)
+		if err := in.grow(in.ctx, op, uint32(need)); err != nil {
+			return err
 		}
 	}
 	view, ok := in.mem.Read(in.inPtr, uint32(need))
 	if !ok {
-		return nil, false, v.errorf(op, ErrProtocol, "input buffer outside memory")
+		return in.v.errorf(op, ErrProtocol, "input buffer outside memory")
 	}
 	abi.PutHeader(view, abi.Header{
 		Flags: ci.Flags, StateLen: uint32(len(ci.State)), MetaLen: uint32(len(ci.Meta)),
@@ -183,36 +221,18 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 	n := abi.HeaderSize + copy(view[abi.HeaderSize:], ci.State)
 	n += copy(view[n:], ci.Meta)
 	copy(view[n:], ci.Payload)
-
-	in.op.Store(uint32(op))
-	in.reqID.Store(ci.RequestID)
-	in.started.Store(mono())
 	in.stack[0], in.stack[1] = uint64(op), uint64(need)
-	err = in.call.CallWithStack(cctx, in.stack[:])
-	in.started.Store(0)
-	if err != nil {
-		return nil, false, in.classify(ctx, cctx, op, err)
-	}
-	ptr, size := abi.Unpack(in.stack[0])
-	res, ok = in.mem.Read(ptr, size)
-	if !ok {
-		return nil, false, v.errorf(op, ErrProtocol, "result [%#x, +%d) outside memory (%d B)", ptr, size, in.mem.Size())
-	}
-	return res, true, nil
+	return in.call.CallWithStack(in.ctx, in.stack[:])
 }
 
-// callContext returns the context of one guest call. Trusted: the
-// instance's pre-built context (no allocation; wazero does not watch it).
-// Strict: a context with the call deadline, unless the caller's own
-// deadline is sooner.
-func (in *instance) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if !in.v.strict {
-		return in.ctx, nil
+// result returns a view of the result area mr_call pointed to.
+func (in *instance) result(op abi.Op) ([]byte, error) {
+	ptr, size := abi.Unpack(in.stack[0])
+	res, ok := in.mem.Read(ptr, size)
+	if !ok {
+		return nil, in.v.errorf(op, ErrProtocol, "result [%#x, +%d) outside memory (%d B)", ptr, size, in.mem.Size())
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= in.v.timeout {
-		return ctx, nil
-	}
-	return context.WithTimeout(ctx, in.v.timeout)
+	return res, nil
 }
 
 // grow asks the guest for an input buffer of at least need bytes, with
@@ -232,22 +252,11 @@ func (in *instance) grow(ctx context.Context, op abi.Op, need uint32) error {
 	return nil
 }
 
-// classify turns a guest call error into ErrTimeout or ErrTrap.
-func (in *instance) classify(ctx, cctx context.Context, op abi.Op, err error) error {
-	if errors.Is(err, ErrProtocol) {
-		return err
-	}
-	if in.v.strict && cctx.Err() != nil {
-		if ctx.Err() == context.Canceled {
-			return in.v.errorf(op, ErrTimeout, "interrupted: %v", context.Canceled)
-		}
-		return in.v.errorf(op, ErrTimeout, "after %v", in.v.timeout)
-	}
-	return in.v.errorf(op, ErrTrap, "%v", err)
-}
-
 // close releases the instance; for a guest, its module and memory.
 func (in *instance) close() {
+	if in.cancel != nil {
+		in.cancel()
+	}
 	if in.mod != nil {
 		if in.v.host != nil {
 			in.v.host.sinks.Delete(in.mod)

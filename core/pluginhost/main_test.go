@@ -27,8 +27,8 @@ type testPlugin struct {
 }
 
 var testPlugins = []testPlugin{
-	{"good", "good", "-X main.version=A", "trusted+strict"},
-	{"goodB", "good", "-X main.version=B", "trusted"},
+	{"good", "good", "-X " + goodlibPkg + ".Version=A", "trusted+strict"},
+	{"goodB", "good", "-X " + goodlibPkg + ".Version=B", "trusted"},
 	{"adapter", "adapter", "", "trusted+strict"},
 	{"bad", "bad", "", "trusted+strict"},
 	{"abi2", "abi2", "", "trusted"},
@@ -122,6 +122,8 @@ func precompile() error {
 }
 
 const wazeroTestVersion = "dev"
+
+const goodlibPkg = "github.com/mindrouter/mindrouter/plugins/testdata/broken/goodlib"
 
 // plugin returns a PluginConfig for a test plugin with test-friendly limits.
 func plugin(name, wasm string, kind string, mode Mode) PluginConfig {

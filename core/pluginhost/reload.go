@@ -108,15 +108,15 @@ func (h *Host) Watch(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = time.Second
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // before returning: a SIGHUP right after Watch must not kill the process
+	last := h.stamps(nil) // before returning: changes made after Watch returns are seen
 	h.bg.Add(1)
 	go func() {
 		defer h.bg.Done()
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 		t := time.NewTicker(every)
 		defer t.Stop()
-		last := h.stamps(nil)
 		pending := false
 		for {
 			select {

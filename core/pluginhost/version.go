@@ -202,8 +202,15 @@ func (v *Version) CallFresh(ctx context.Context, op abi.Op, in CallInput, out *R
 	if err != nil {
 		return err
 	}
-	defer inst.close()
+	p := v.pool
+	p.mu.Lock()
+	p.all[inst] = struct{}{} // visible to the timekeeper
+	p.mu.Unlock()
 	_, err = inst.do(ctx, op, &in, out)
+	p.mu.Lock()
+	delete(p.all, inst)
+	p.mu.Unlock()
+	inst.close()
 	return err
 }
 
@@ -238,8 +245,11 @@ func (v *Version) instantiate(ctx context.Context, manifest bool) (*instance, []
 	if err != nil {
 		return nil, nil, fmt.Errorf("instantiate: %w", err)
 	}
-	in := &instance{v: v, mod: mod, mem: mod.Memory(), ctx: context.Background(),
+	in := &instance{v: v, mod: mod, mem: mod.Memory(),
 		call: mod.ExportedFunction(abi.ExportCall), buf: mod.ExportedFunction(abi.ExportBuf)}
+	// One context per instance for all its calls; the timekeeper cancels
+	// it when a strict call overruns, and the instance is then discarded.
+	in.ctx, in.cancel = context.WithCancel(context.WithValue(context.Background(), sinkKey{}, v.sink))
 	v.host.sinks.Store(mod, v.sink)
 	payload, err := in.initGuest(ictx, manifest)
 	if err != nil {

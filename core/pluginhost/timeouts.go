@@ -1,0 +1,141 @@
+package pluginhost
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/mindrouter/mindrouter/sdk/abi"
+)
+
+// Timekeeper settings. A trusted call is stuck after 10× its call_timeout,
+// but never less than watchdogMin. The timekeeper wakes at most every
+// tickMax, sooner when a strict deadline is due.
+const (
+	watchdogMin    = 2 * time.Second
+	watchdogFactor = 10
+	tickMin        = time.Millisecond
+	tickMax        = 10 * time.Millisecond
+)
+
+// StuckCall describes a call the watchdog found running past its hard limit.
+type StuckCall struct {
+	Plugin    string
+	Seq       uint64 // version sequence number
+	Mode      Mode
+	Op        abi.Op
+	RequestID uint64
+	Running   time.Duration
+}
+
+// timekeeper is one goroutine per Host that enforces strict deadlines and
+// watches trusted calls.
+//
+// Strict deadlines are not Go timers on purpose. A timer lives on the heap
+// of the P that armed it, and the P running a guest call does not service
+// its timers until the call ends: async preemption signals almost always
+// land in JIT code, where they are refused. Measured on 2 cores with every
+// P busy, a context.WithTimeout deadline armed just before a looping call
+// fired after 1.8 s instead of 300 ms. The timekeeper instead sleeps in a
+// raw nanosleep syscall (no runtime timer), and on waking cancels the
+// per-instance context of every strict call past its deadline; wazero's
+// per-call watcher then closes the module and the guest exits at its next
+// loop back-edge.
+//
+// The watchdog half reports trusted calls past max(10 × call_timeout, 2 s):
+// wazero v1.12 cannot interrupt a guest without termination checks, and
+// the stuck goroutine blocks every GC stop-the-world, so once a GC starts
+// the whole process (this goroutine included) stalls. The watchdog catches
+// slow calls before that happens, marks the version unhealthy and calls the
+// OnStuckCall hook, where the gateway may choose to exit and be restarted
+// by its supervisor.
+type timekeeper struct {
+	min  atomic.Int64 // watchdog floor (time.Duration); 0 = watchdogMin
+	hook atomic.Pointer[func(StuckCall)]
+}
+
+// OnStuckCall installs f, called (from the timekeeper goroutine) once per
+// call that overruns max(10 × call_timeout, 2 s). Install before traffic
+// starts.
+func (h *Host) OnStuckCall(f func(StuckCall)) { h.timekeeper.hook.Store(&f) }
+
+func (k *timekeeper) start(h *Host) {
+	h.bg.Add(1)
+	go func() {
+		defer h.bg.Done()
+		for h.bgCtx.Err() == nil {
+			next := k.scan(h, mono())
+			rawSleep(min(max(time.Duration(next-mono()), tickMin), tickMax))
+		}
+	}()
+}
+
+// scan enforces due deadlines, reports stuck calls and returns the
+// nearest pending strict deadline (or now+tickMax).
+func (k *timekeeper) scan(h *Host, now int64) (next int64) {
+	next = now + int64(tickMax)
+	floor := time.Duration(k.min.Load())
+	if floor == 0 {
+		floor = watchdogMin
+	}
+	for _, v := range h.liveVersions() {
+		limit := int64(max(watchdogFactor*v.timeout, floor))
+		v.pool.forEach(func(in *instance) {
+			if v.strict {
+				if d := in.enforce(now); d != 0 {
+					next = min(next, d)
+				}
+			}
+			if s := in.started.Load(); s != 0 && now-s >= limit && in.reported.CompareAndSwap(false, true) {
+				k.report(h, v, in, time.Duration(now-s))
+			}
+		})
+	}
+	return next
+}
+
+func (k *timekeeper) report(h *Host, v *Version, in *instance, running time.Duration) {
+	sc := StuckCall{Plugin: v.plugin.name, Seq: v.seq, Mode: v.cfg.Mode, Op: abi.Op(in.op.Load()),
+		RequestID: in.reqID.Load(), Running: running}
+	v.unhealthy.Store(true)
+	v.plugin.metrics.stuck.Add(1)
+	h.logger.Error("plugin call stuck past its hard limit",
+		slog.String("plugin", sc.Plugin), slog.Uint64("seq", sc.Seq), slog.String("mode", string(sc.Mode)),
+		slog.String("op", sc.Op.String()), slog.Uint64("req_id", sc.RequestID), slog.Duration("dur", sc.Running),
+		slog.String("note", "trusted mode cannot interrupt it; the process may freeze at the next GC"))
+	if f := k.hook.Load(); f != nil {
+		(*f)(sc)
+	}
+}
+
+// beginStrict arms the deadline of a strict call (mono ns).
+func (in *instance) beginStrict(deadline int64) {
+	in.mu.Lock()
+	in.deadline, in.running = deadline, true
+	in.mu.Unlock()
+}
+
+// endStrict disarms it and reports whether the timekeeper fired.
+func (in *instance) endStrict() (timedOut bool) {
+	in.mu.Lock()
+	in.running = false
+	timedOut = in.timedOut
+	in.mu.Unlock()
+	return timedOut
+}
+
+// enforce cancels the call if it is past its deadline; it returns the
+// pending deadline, or 0.
+func (in *instance) enforce(now int64) int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.running || in.timedOut {
+		return 0
+	}
+	if now < in.deadline {
+		return in.deadline
+	}
+	in.timedOut = true
+	in.cancel() // wazero's watcher closes the module; the guest exits at its next back-edge
+	return 0
+}
