@@ -32,7 +32,7 @@ func okAfter(t *testing.T, p *Plugin) {
 
 func TestVersion_Call_Timeout(t *testing.T) {
 	bad := plugin("bad", "bad", "translator", ModeStrict)
-	bad.Limits.CallTimeoutMS = 300
+	bad.Limits.CallTimeoutMS = 1000
 	h := newTestHost(t, bad, plugin("good", "good", "translator", ModeTrusted))
 	p, good := h.Plugin("bad"), h.Plugin("good")
 
@@ -95,18 +95,20 @@ func TestVersion_Call_Timeout(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err %v, want ErrTimeout", err)
 	}
-	if took < 250*time.Millisecond || took > 2*time.Second {
-		t.Errorf("timed out after %v, want about 300ms", took)
+	if took < 950*time.Millisecond || took > 2500*time.Millisecond {
+		t.Errorf("timed out after %v, want about 1s", took)
 	}
 	t.Logf("loop interrupted after %v; meanwhile %d calls to another plugin, max ticker gap %v, GC took %v",
 		took, during, time.Duration(maxGap.Load()), gcTook)
 	if during == 0 {
 		t.Error("the other plugin made no progress during the loop")
 	}
-	if gap := time.Duration(maxGap.Load()); gap > 150*time.Millisecond {
+	// Neither waits for the loop to end (it runs 1 s): back-edge checks
+	// make the guest preemptible, if slowly (tens of ms; more under -race).
+	if gap := time.Duration(maxGap.Load()); gap > 500*time.Millisecond {
 		t.Errorf("ticker stalled %v during the loop", gap)
 	}
-	if gcTook > 150*time.Millisecond {
+	if gcTook > 500*time.Millisecond {
 		t.Errorf("GC took %v during the loop", gcTook)
 	}
 	if n := p.metrics.timeouts.Load(); n != 1 {

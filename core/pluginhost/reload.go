@@ -110,7 +110,7 @@ func (h *Host) Watch(ctx context.Context, every time.Duration) {
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before returning: a SIGHUP right after Watch must not kill the process
-	last := h.stamps(nil) // before returning: changes made after Watch returns are seen
+	last := h.stamps(nil)              // before returning: changes made after Watch returns are seen
 	h.bg.Add(1)
 	go func() {
 		defer h.bg.Done()
