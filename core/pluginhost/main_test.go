@@ -5,36 +5,30 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/mindrouter/mindrouter/core/pluginhost/internal/testbuild"
 )
 
 // Test plugins, built once per test binary from plugins/testdata/broken.
 var (
 	testDir   string // temp dir holding the .wasm files and the compilation cache
 	cacheDir  string
-	repoRoot  string
-	wasmFiles = map[string]string{}
+	wasmFiles map[string]string
 )
 
-type testPlugin struct {
-	name, pkg, ldflags string
-	modes              string // precompiled for these modes
-}
-
-var testPlugins = []testPlugin{
-	{"good", "good", "-X " + goodlibPkg + ".Version=A", "trusted+strict"},
-	{"goodB", "good", "-X " + goodlibPkg + ".Version=B", "trusted"},
-	{"adapter", "adapter", "", "trusted+strict"},
-	{"bad", "bad", "", "trusted+strict"},
-	{"abi2", "abi2", "", "trusted"},
-	{"badresult", "badresult", "", "trusted"},
-	{"noexport", "noexport", "", "trusted"},
-	{"fsimport", "fsimport", "", "trusted"},
+var testPlugins = []testbuild.Plugin{
+	{Name: "good", Pkg: "good", LDFlags: "-X " + testbuild.GoodlibPkg + ".Version=A", Modes: "trusted+strict"},
+	{Name: "goodB", Pkg: "good", LDFlags: "-X " + testbuild.GoodlibPkg + ".Version=B", Modes: "trusted"},
+	{Name: "adapter", Pkg: "adapter", Modes: "trusted+strict"},
+	{Name: "bad", Pkg: "bad", Modes: "trusted+strict"},
+	{Name: "abi2", Pkg: "abi2", Modes: "trusted"},
+	{Name: "badresult", Pkg: "badresult", Modes: "trusted"},
+	{Name: "noexport", Pkg: "noexport", Modes: "trusted"},
+	{Name: "fsimport", Pkg: "fsimport", Modes: "trusted"},
 }
 
 func TestMain(m *testing.M) {
@@ -42,88 +36,27 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	var err error
-	if repoRoot, err = filepath.Abs("../.."); err != nil {
+	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	testDir, err = os.MkdirTemp("", "pluginhost-test-")
+	root, err := testbuild.RepoRoot()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
+	}
+	if testDir, err = os.MkdirTemp("", "pluginhost-test-"); err != nil {
+		return fail(err)
 	}
 	defer os.RemoveAll(testDir)
 	cacheDir = filepath.Join(testDir, "cache")
-	if err := buildTestPlugins(testDir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if wasmFiles, err = testbuild.Build(root, testDir, testPlugins); err != nil {
+		return fail(err)
 	}
-	if err := precompile(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if err := testbuild.Precompile(root, cacheDir, testPlugins, wasmFiles); err != nil {
+		return fail(err)
 	}
 	return m.Run()
 }
-
-// buildTestPlugins compiles the test plugins, two at a time.
-func buildTestPlugins(dir string) error {
-	root := repoRoot
-	sem := make(chan struct{}, 2)
-	var mu sync.Mutex
-	var errs []string
-	var wg sync.WaitGroup
-	for _, tp := range testPlugins {
-		out := filepath.Join(dir, tp.name+".wasm")
-		wasmFiles[tp.name] = out
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			args := []string{"build", "-buildmode=c-shared", "-trimpath", "-o", out}
-			if tp.ldflags != "" {
-				args = append(args, "-ldflags", tp.ldflags)
-			}
-			args = append(args, "./plugins/testdata/broken/"+tp.pkg)
-			cmd := exec.Command("go", args...)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Sprintf("build %s: %v\n%s", tp.name, err, b))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	return nil
-}
-
-// precompile fills the compilation cache in a separate process built
-// without the race detector: under -race wazero's compiler is ten times
-// slower, and every test would pay for it.
-func precompile() error {
-	// A test binary carries no dependency versions in its build info, so
-	// wazero keys its cache as version "dev"; the helper must match.
-	args := []string{"run", "-ldflags", "-X github.com/tetratelabs/wazero/internal/version.version=" + wazeroTestVersion,
-		"./core/pluginhost/internal/precompile", "-dir", cacheDir}
-	for _, tp := range testPlugins {
-		args = append(args, wasmFiles[tp.name]+"="+tp.modes)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = repoRoot
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("precompile: %v\n%s", err, b)
-	}
-	return nil
-}
-
-const wazeroTestVersion = "dev"
-
-const goodlibPkg = "github.com/mindrouter/mindrouter/plugins/testdata/broken/goodlib"
 
 // plugin returns a PluginConfig for a test plugin with test-friendly limits.
 func plugin(name, wasm string, kind string, mode Mode) PluginConfig {
@@ -134,7 +67,7 @@ func plugin(name, wasm string, kind string, mode Mode) PluginConfig {
 	}
 }
 
-// testLogger sends host logs to t.Log (when verbose) so failures show them.
+// testLogger sends host logs to t.Log so failures show them.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -321,7 +321,7 @@ func parseManifest(raw []byte, pc *PluginConfig) (sdk.Manifest, error) {
 	if m.Name == "" {
 		errs = append(errs, fmt.Errorf("%w: empty name", errManifest))
 	}
-	if m.Kind != pc.Kind {
+	if pc.Kind != "" && m.Kind != pc.Kind { // "" only from Inspect
 		errs = append(errs, fmt.Errorf("%w: kind %q, plugins.yaml says %q", errManifest, m.Kind, pc.Kind))
 	}
 	if m.ABI != 0 {

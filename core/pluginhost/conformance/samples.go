@@ -1,0 +1,99 @@
+package conformance
+
+import (
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// input is one call's input.
+type input struct {
+	op abi.Op
+	in pluginhost.CallInput
+}
+
+// translatorOps and adapterOps are the ops of each kind.
+var (
+	translatorOps = []abi.Op{abi.OpRequestDecode, abi.OpResponseEncode, abi.OpStreamEncode, abi.OpErrorEncode, abi.OpModelsEncode}
+	adapterOps    = []abi.Op{abi.OpRequestEncode, abi.OpResponseDecode, abi.OpStreamDecode, abi.OpErrorDecode, abi.OpProbeDecode}
+)
+
+func opsOf(k sdk.Kind) []abi.Op {
+	if k == sdk.KindAdapter {
+		return adapterOps
+	}
+	return translatorOps
+}
+
+// samples are plausible inputs for every op of the kind: canonical JSON
+// from package canon, and generic client or backend bodies. Some may be
+// refused by a given plugin (bad_input); they are seeds for the fuzzer and
+// inputs for the determinism and budget checks.
+func samples(m *sdk.Manifest) []input {
+	req := canon.ChatRequest{Model: "m", Messages: []canon.Message{
+		{Role: canon.RoleSystem, Content: []canon.Part{{Type: canon.PartText, Text: "be brief"}}},
+		{Role: canon.RoleUser, Content: []canon.Part{{Type: canon.PartText, Text: "hello \"world\" é"}}},
+	}}
+	resp := canon.ChatResponse{ID: "r1", Model: "m", Created: 1700000000, Choices: []canon.Choice{{
+		Message:      canon.Message{Role: canon.RoleAssistant, Content: []canon.Part{{Type: canon.PartText, Text: "hi"}}},
+		FinishReason: canon.FinishStop}}, Usage: &canon.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}
+	chunk := canon.ChatChunk{ID: "r1", Model: "m", Created: 1700000000, Choices: []canon.ChunkChoice{{
+		Delta: canon.Delta{Role: canon.RoleAssistant, Content: "hi"}}}}
+	last := canon.ChatChunk{ID: "r1", Model: "m", Created: 1700000000, Choices: []canon.ChunkChoice{{FinishReason: canon.FinishStop}}}
+	cerr := canon.Error{Status: 404, Type: canon.ErrNotFound, Code: "model_not_found", Message: "no such model"}
+	models := canon.ModelList{Models: []canon.Model{{ID: "m", OwnedBy: "me", Created: 1700000000}}}
+
+	meta := func(kv ...string) []byte {
+		var b []byte
+		for i := 0; i+1 < len(kv); i += 2 {
+			b = abi.AppendMeta(b, kv[i], kv[i+1])
+		}
+		return b
+	}
+	list := func(items ...[]byte) []byte {
+		var b []byte
+		for _, it := range items {
+			b = abi.AppendItem(b, it)
+		}
+		return b
+	}
+	in := func(op abi.Op, flags uint32, md, payload []byte) input {
+		return input{op, pluginhost.CallInput{Flags: flags, Meta: md, Payload: payload, RequestID: 7}}
+	}
+	if m.Kind == sdk.KindAdapter {
+		probe := "models"
+		if len(m.Probes) > 0 {
+			probe = m.Probes[0].Name
+		}
+		return []input{
+			in(abi.OpRequestEncode, 0, nil, req.AppendJSON(nil)),
+			in(abi.OpResponseDecode, 0, nil, []byte(`{"id":"r1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)),
+			in(abi.OpStreamDecode, abi.FlagFirst, nil, list([]byte(`{"id":"r1","choices":[{"index":0,"delta":{"content":"hi"}}]}`))),
+			in(abi.OpStreamDecode, abi.FlagEnd, nil, list([]byte(`[DONE]`))),
+			in(abi.OpErrorDecode, 0, meta("status", "500"), []byte(`{"error":{"message":"boom"}}`)),
+			in(abi.OpProbeDecode, 0, meta("probe", probe), []byte(`{"data":[{"id":"m"}]}`)),
+		}
+	}
+	route, id := "chat", "r1"
+	return []input{
+		in(abi.OpRequestDecode, 0, meta("route", route), []byte(`{"model":"m","messages":[{"role":"user","content":"hello"}],"max_tokens":16}`)),
+		in(abi.OpResponseEncode, 0, meta("route", route, "id", id, "model", "m"), resp.AppendJSON(nil)),
+		in(abi.OpStreamEncode, abi.FlagFirst, meta("route", route, "id", id, "model", "m"), list(chunk.AppendJSON(nil))),
+		in(abi.OpStreamEncode, abi.FlagEnd, meta("route", route, "id", id, "model", "m"), list(last.AppendJSON(nil))),
+		in(abi.OpErrorEncode, 0, meta("route", route), cerr.AppendJSON(nil)),
+		in(abi.OpModelsEncode, 0, meta("route", "models"), models.AppendJSON(nil)),
+	}
+}
+
+// inputs are the golden vectors' single calls followed by the samples.
+func (s *session) inputs() []input {
+	var out []input
+	for _, v := range s.vectors {
+		for _, st := range v.steps {
+			out = append(out, input{st.op, pluginhost.CallInput{Flags: st.flags, Meta: st.meta, Payload: st.in}})
+		}
+	}
+	m := s.rep.Manifest
+	return append(out, samples(&m)...)
+}
