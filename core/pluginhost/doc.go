@@ -19,6 +19,9 @@
 //
 //	pluginhost: plugin "openai" (plugins/openai.wasm): bad export: missing export "mr_call"
 //
+// Inspect runs the same checks on a file without a plugins.yaml entry (for
+// the conformance kit and a "plugin check" command).
+//
 // Precompile (and the internal/precompile command) fills the on-disk cache
 // ahead of time, e.g. when building a container image: a cold compile of a
 // 3.6 MB Go plugin takes 0.5–4 s, a cache hit tens of milliseconds.
@@ -66,21 +69,30 @@
 // allocations more. The choice, per plugin (mode in plugins.yaml):
 //
 //   - strict (the default for every plugin not marked trusted): a Runtime
-//     with WithCloseOnContextDone(true); each call gets a deadline of
-//     call_timeout_ms (or the caller's, if sooner). A call past it returns
-//     ErrTimeout within about the timeout, the instance is discarded and
-//     replaced; other plugins and goroutines keep running throughout, and
-//     GC is not blocked (back-edge checks are preemption points).
+//     with WithCloseOnContextDone(true). Each call has a deadline of
+//     call_timeout_ms, or the caller's ctx deadline if sooner. A call past
+//     it returns ErrTimeout within about the timeout plus ~10 ms, the
+//     instance is discarded and replaced; other plugins and goroutines keep
+//     running throughout, and GC is not blocked for long (back-edge checks
+//     are preemption points, if slow ones). The deadline is enforced by the
+//     host's timekeeper goroutine, which sleeps in a raw nanosleep rather
+//     than on a Go timer: a timer armed on the P that then runs the guest
+//     is not serviced until the call ends (measured: a 300 ms deadline
+//     fired after 1.8 s with both Ps busy). The timekeeper cancels the
+//     instance's context; wazero closes the module. Each instance has one
+//     context for its lifetime, so the host adds no allocation per call;
+//     wazero adds 3 (its watcher goroutine). A caller's cancellation
+//     without a deadline is checked before the call, not during it.
 //   - trusted (first-party plugins that passed the conformance kit, fuzzing
 //     included): a Runtime without termination checks, at full speed and
-//     with zero allocations per call. A runaway call cannot be stopped. A
-//     watchdog goroutine tracks every in-flight call's start time and, when
-//     one exceeds max(10 × call_timeout_ms, 2 s), logs plugin, op and
-//     request id at error level, marks the version unhealthy (metric
+//     with zero allocations per call. A runaway call cannot be stopped. The
+//     timekeeper tracks every in-flight call's start time and, when one
+//     exceeds max(10 × call_timeout_ms, 2 s), logs plugin, op and request
+//     id at error level, marks the version unhealthy (metric
 //     mindrouter_plugin_info ... 0) and calls the OnStuckCall hook, where
 //     the gateway may choose to exit and be restarted by its supervisor.
 //     Limitation: once a GC starts while the call runs, the whole process
-//     stalls, the watchdog included, until the call returns — it catches
+//     stalls, the timekeeper included, until the call returns — it catches
 //     slow calls, not every infinite loop. That is the price of trusted.
 //
 // Each isolation class (mode × memory_mb) has its own wazero Runtime; all

@@ -299,14 +299,16 @@ func (h *Host) forget(v *Version) {
 	h.versionsMu.Unlock()
 }
 
-func (h *Host) liveVersions() []*Version {
+func (h *Host) liveVersions() []*Version { return h.appendVersions(nil) }
+
+// appendVersions appends every version not yet destroyed to dst.
+func (h *Host) appendVersions(dst []*Version) []*Version {
 	h.versionsMu.Lock()
 	defer h.versionsMu.Unlock()
-	vs := make([]*Version, 0, len(h.versions))
 	for v := range h.versions {
-		vs = append(vs, v)
+		dst = append(dst, v)
 	}
-	return vs
+	return dst
 }
 
 // Close retires every plugin, waits until in-flight calls and pinned

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,7 +200,12 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 		if errors.Is(err, ErrProtocol) {
 			return nil, true, err
 		}
-		return nil, true, v.errorf(op, ErrTrap, "%v", err)
+		msg, trace, _ := strings.Cut(err.Error(), "\n")
+		if trace != "" {
+			v.logger().LogAttrs(context.Background(), slog.LevelWarn, "plugin trapped",
+				slog.String("op", op.String()), slog.Uint64("req_id", ci.RequestID), slog.String("trace", trace))
+		}
+		return nil, true, v.errorf(op, ErrTrap, "%s", msg)
 	}
 	res, err = in.result(op)
 	return res, err != nil, err

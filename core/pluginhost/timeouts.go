@@ -63,8 +63,11 @@ func (k *timekeeper) start(h *Host) {
 	h.bg.Add(1)
 	go func() {
 		defer h.bg.Done()
+		var versions []*Version // reused: the timekeeper wakes up to 1000 times a second
 		for h.bgCtx.Err() == nil {
-			next := k.scan(h, mono())
+			versions = h.appendVersions(versions[:0])
+			next := k.scan(versions, h, mono())
+			clear(versions) // do not keep retired versions reachable
 			rawSleep(min(max(time.Duration(next-mono()), tickMin), tickMax))
 		}
 	}()
@@ -72,13 +75,13 @@ func (k *timekeeper) start(h *Host) {
 
 // scan enforces due deadlines, reports stuck calls and returns the
 // nearest pending strict deadline (or now+tickMax).
-func (k *timekeeper) scan(h *Host, now int64) (next int64) {
+func (k *timekeeper) scan(versions []*Version, h *Host, now int64) (next int64) {
 	next = now + int64(tickMax)
 	floor := time.Duration(k.min.Load())
 	if floor == 0 {
 		floor = watchdogMin
 	}
-	for _, v := range h.liveVersions() {
+	for _, v := range versions {
 		limit := int64(max(watchdogFactor*v.timeout, floor))
 		v.pool.forEach(func(in *instance) {
 			if v.strict {

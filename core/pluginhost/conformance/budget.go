@@ -47,17 +47,24 @@ func (s *session) checkBudget() (string, error) {
 	}
 	defer v.Release()
 	var out pluginhost.Result
-	var ok []input
-	all := s.inputs()
-	for _, in := range all {
-		if err := v.Call(s.ctx, in.op, in.in, &out); err == nil {
+	// Inputs go to the trusted instance (which nothing can interrupt) only
+	// after they passed in strict mode; those that succeed are preferred.
+	var safe, ok []input
+	for _, in := range s.inputs() {
+		err := s.strict.Call(s.ctx, in.op, in.in, &out)
+		if fatal(err) {
+			continue
+		}
+		safe = append(safe, in)
+		if err == nil {
 			ok = append(ok, in)
-		} else if fatal(err) {
-			return "", fmt.Errorf("%s: %w", in.op, err)
 		}
 	}
 	if len(ok) == 0 {
-		ok = all
+		ok = safe
+	}
+	if len(ok) == 0 {
+		return "", errors.New("no input runs without a trap or timeout")
 	}
 	for i := range 100 { // warm up
 		in := &ok[i%len(ok)]

@@ -101,8 +101,8 @@ type Report struct {
 	Manifest sdk.Manifest
 	Checks   []CheckResult
 	// Figures of the budget and memory checks.
-	P50, P99, Max  time.Duration
-	MemoryBytes    uint32 // linear memory after the budget calls
+	P50, P99, Max    time.Duration
+	MemoryBytes      uint32 // linear memory after the budget calls
 	MemoryStartBytes uint32
 }
 
@@ -128,7 +128,11 @@ func (r *Report) String() string {
 		case !c.OK:
 			status = "FAIL"
 		}
-		fmt.Fprintf(&b, "%s  %-12s %s\n", status, c.Name, c.Detail)
+		detail := c.Detail
+		if c.Err != nil && !strings.Contains(detail, c.Err.Error()) {
+			detail = strings.TrimSpace(detail + "\n      " + strings.ReplaceAll(c.Err.Error(), "\n", "\n      "))
+		}
+		fmt.Fprintf(&b, "%s  %-12s %s\n", status, c.Name, detail)
 	}
 	return b.String()
 }
