@@ -65,7 +65,8 @@ func (e *LoadError) Error() string {
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// New loads every plugin of cfg (paths relative to baseDir): compile once
+// New loads every plugin of cfg (paths relative to baseDir; "" means the
+// directory of cfg.Path): compile once
 // (serialised, through the compilation cache), check the exports, imports
 // and ABI version, instantiate one instance, mr_init with the plugin's
 // config, validate the manifest, run a self-test, then fill each pool to
@@ -77,6 +78,9 @@ func New(ctx context.Context, cfg *Config, baseDir string, logger *slog.Logger) 
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if baseDir == "" && cfg.Path != "" {
+		baseDir = filepath.Dir(cfg.Path)
 	}
 	h := &Host{
 		logger:   logger.With("component", "pluginhost"),

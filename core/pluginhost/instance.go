@@ -245,7 +245,7 @@ func (in *instance) result(op abi.Op) ([]byte, error) {
 // grow asks the guest for an input buffer of at least need bytes, with
 // headroom so a slowly growing input does not call mr_buf every time.
 func (in *instance) grow(ctx context.Context, op abi.Op, need uint32) error {
-	want := max(need, 2*in.inCap, 4096)
+	want := max(need+need/4, 4096)
 	want = (want + 4095) &^ 4095
 	in.stack[0] = uint64(want)
 	if err := in.buf.CallWithStack(ctx, in.stack[:1]); err != nil {
