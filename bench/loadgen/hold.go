@@ -105,7 +105,10 @@ func runHold(t *target, o holdOpts) (*Result, error) {
 	if o.pid > 0 {
 		after, err := readProc(o.pid)
 		if err != nil {
-			return nil, fmt.Errorf("--pid after run: %w", err)
+			r.Notes = append(r.Notes, fmt.Sprintf("process %d not readable after the run (%v): no CPU/RSS figures", o.pid, err))
+			rw.done()
+			r.Hold = h
+			return r, nil
 		}
 		r.Proc = procStats(o.pid, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
 		h.RSSPerStreamKiB = round1(float64(r.Proc.RSSPeakKiB-r.Proc.RSSBeforeKiB) / float64(max(h.PeakActive, 1)))

@@ -234,7 +234,9 @@ func runLoad(t *target, o loadOpts) (*Result, error) {
 	if o.pid > 0 {
 		after, err := readProc(o.pid)
 		if err != nil {
-			return nil, fmt.Errorf("--pid after run: %w", err)
+			r.Notes = append(r.Notes, fmt.Sprintf("process %d not readable after the run (%v): no CPU/RSS figures", o.pid, err))
+			rw.done()
+			return r, nil
 		}
 		r.Proc = procStats(o.pid, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
 	}

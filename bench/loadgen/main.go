@@ -47,6 +47,7 @@ type Result struct {
 	Chunks      *CountDist     `json:"chunks,omitempty"`
 	Proc        *ProcStats     `json:"proc,omitempty"`
 	Hold        *HoldStats     `json:"hold,omitempty"`
+	Notes       []string       `json:"notes,omitempty"`
 	Time        string         `json:"time"`
 }
 
@@ -218,6 +219,9 @@ func summary(w io.Writer, r *Result) {
 			fmt.Fprintf(w, " (%.1f KiB/stream)", r.Hold.RSSPerStreamKiB)
 		}
 		fmt.Fprintln(w)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note     %s\n", n)
 	}
 }
 

@@ -92,6 +92,15 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 log "building (make gateway plugins fakellm; go build ./bench/loadgen)"
 make -s gateway plugins fakellm >"$OUT/logs/build.log" 2>&1 || { cat "$OUT/logs/build.log"; exit 1; }
 go build -o "$LG" ./bench/loadgen
+# Run from a snapshot: other people rebuilding bin/ or plugins/*.wasm during the run
+# must not hot-reload or replace what is being measured.
+SNAP=$OUT/snap
+mkdir -p "$SNAP/plugins"
+cp bin/mindrouter bin/fakellm "$LG" "$SNAP/"
+cp plugins.yaml "$SNAP/"
+cp plugins/*.wasm "$SNAP/plugins/"
+LG=$SNAP/loadgen
+sha256sum "$SNAP"/mindrouter "$SNAP"/plugins/*.wasm | sed "s|$SNAP/||" >"$OUT/snap.sha256"
 
 if ! command -v nginx >/dev/null; then
 	log "installing nginx"
@@ -108,7 +117,7 @@ for p in $P_VLLM $P_OLLAMA $P_SLOW $P_NGINX $P_GW $P_GW2; do
 done
 
 # ---------------------------------------------------------------- backends, nginx, gateway
-FK=$ROOT/bin/fakellm
+FK=$SNAP/fakellm
 start fakellm-vllm "$FK" --addr 127.0.0.1:$P_VLLM --engine vllm --models bench-vllm --tokens "$CPU_TOKENS" --log-level warn
 FK_VLLM=$LAST_PID
 start fakellm-ollama "$FK" --addr 127.0.0.1:$P_OLLAMA --engine ollama --models bench-ollama --tokens "$CPU_TOKENS" --log-level warn
@@ -157,7 +166,7 @@ gwconf() {
 	shift 2
 	{
 		echo "listen: $listen"
-		echo "plugins: $ROOT/plugins.yaml"
+		echo "plugins: $SNAP/plugins.yaml"
 		echo "backends:"
 		printf '  - %s\n' "$@"
 		echo "discovery: {interval: 30s, timeout: 5s}"
@@ -170,8 +179,15 @@ gwconf "$OUT/conf/gateway.yaml" 127.0.0.1:$P_GW \
 gwconf "$OUT/conf/gateway-hold.yaml" 127.0.0.1:$P_GW2 \
 	"{name: slow-vllm, engine: vllm, url: \"http://127.0.0.1:$P_SLOW\", max_concurrent: 2000, models: [bench-slow]}"
 
-start gateway env ADMIN_API_KEY="$KEY" "$ROOT/bin/mindrouter" serve --config "$OUT/conf/gateway.yaml"
-GW=$LAST_PID
+GW_STARTS=0
+start_gw() {
+	GW_STARTS=$((GW_STARTS + 1))
+	GW_LOG=gateway.log
+	if [ "$GW_STARTS" -gt 1 ]; then GW_LOG=gateway.$GW_STARTS.log; fi
+	start "${GW_LOG%.log}" env ADMIN_API_KEY="$KEY" "$SNAP/mindrouter" serve --config "$OUT/conf/gateway.yaml"
+	GW=$LAST_PID
+}
+start_gw
 
 for u in http://127.0.0.1:$P_VLLM/health http://127.0.0.1:$P_OLLAMA/api/version http://127.0.0.1:$P_SLOW/health; do
 	wait_http "$u" || { echo "fakellm at $u did not come up"; exit 1; }
@@ -205,7 +221,24 @@ scen_args() {
 	3-stream-c1) echo "--concurrency 1 --stream" ;;
 	esac
 }
-gw_alive() { kill -0 "$GW" 2>/dev/null; }
+# exit_desc PID: reap a dead child and describe how it ended.
+exit_desc() {
+	local rc=0
+	wait "$1" 2>/dev/null || rc=$?
+	if [ "$rc" -gt 128 ]; then echo "killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null))"; else echo "exit status $rc"; fi
+}
+# gw_check WHERE: true if the gateway runs; if it died, record how (and its last log
+# lines), restart it (at most twice per run) and return false for this measurement.
+gw_check() {
+	kill -0 "$GW" 2>/dev/null && return 0
+	problem "gateway pid $GW found dead before $1: $(exit_desc "$GW"); last lines of logs/$GW_LOG: $(tail -n 3 "$OUT/logs/$GW_LOG" | tr '\n' ' ' | cut -c1-600)"
+	if [ "$GW_STARTS" -lt 3 ]; then
+		start_gw
+		wait_http "http://127.0.0.1:$P_GW/readyz" && log "gateway restarted as pid $GW (logs/$GW_LOG)" ||
+			problem "restarted gateway not ready"
+	fi
+	return 1
+}
 
 log "latency rounds: $ROUNDS x {1-plain-c1 2-plain-c64 3-stream-c1} x {direct nginx mindrouter}, $WARM + $DUR each"
 for r in $(seq 1 "$ROUNDS"); do
@@ -213,7 +246,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		for t in direct nginx mindrouter; do
 			extra=()
 			if [ "$t" = mindrouter ]; then
-				gw_alive || { problem "gateway process $GW is gone (round $r, $s); see logs/gateway.log"; continue; }
+				gw_check "round $r $s" || continue
 				extra=(--pid "$GW" --clk-tck "$CLK")
 			fi
 			# shellcheck disable=SC2046
@@ -234,7 +267,7 @@ done
 # the marginal cost of one chunk. Same for the vLLM backend (SSE in, SSE out).
 log "CPU per streamed chunk: $CPU_ROUNDS x ($CPU_STREAMS streams x $CPU_TOKENS tokens, and x 10 tokens), ollama and vllm backends"
 cpu_run() { # NAME MODEL TOKENS ROUND
-	gw_alive || { problem "gateway process $GW is gone before cpu run $1"; return; }
+	gw_check "cpu run $1 $3 tokens round $4" || return 0
 	"$LG" --url "$(url_of mindrouter)" --key "$KEY" --model "$2" --stream --max-tokens "$3" \
 		--concurrency 4 --warmup 0.5s --duration 120s --requests "$CPU_STREAMS" --timeout 30s \
 		--pid "$GW" --clk-tck "$CLK" --target "$1" --scenario "cpu-$3" \
@@ -265,7 +298,7 @@ done | jq -s '.' >"$OUT/cpu/summary.json"
 
 # ---------------------------------------------------------------- 3. many concurrent streams
 log "holding $HOLD_STREAMS streams ($HOLD_TOKENS tokens at $HOLD_TPS tok/s) through a fresh gateway"
-start gateway-hold env ADMIN_API_KEY="$KEY" "$ROOT/bin/mindrouter" serve --config "$OUT/conf/gateway-hold.yaml"
+start gateway-hold env ADMIN_API_KEY="$KEY" "$SNAP/mindrouter" serve --config "$OUT/conf/gateway-hold.yaml"
 GW2=$LAST_PID
 HOLD_URL=http://127.0.0.1:$P_GW2/v1/chat/completions
 INTERVAL_MS=$((1000 / HOLD_TPS))
@@ -278,7 +311,7 @@ if wait_http "http://127.0.0.1:$P_GW2/readyz"; then
 		--expect-interval ${INTERVAL_MS}ms --stall-factor 5 --timeout 120s --pid "$GW2" --clk-tck "$CLK" \
 		--target mindrouter --scenario hold --out "$OUT/hold/mindrouter.json" | tee "$OUT/hold/mindrouter.txt" ||
 		problem "loadgen failed: hold through the gateway"
-	kill -0 "$GW2" 2>/dev/null || problem "hold gateway process $GW2 died; see logs/gateway-hold.log"
+	kill -0 "$GW2" 2>/dev/null || problem "hold gateway pid $GW2 died: $(exit_desc "$GW2"); see logs/gateway-hold.log"
 else
 	problem "hold gateway did not become ready; see logs/gateway-hold.log"
 fi
@@ -290,8 +323,7 @@ stop "$GW2"
 	problem "loadgen failed: hold direct"
 
 # ---------------------------------------------------------------- stop servers, micro-benchmarks
-grep -c '"level":"WARN"\|"level":"ERROR"' "$OUT/logs/gateway.log" >"$OUT/logs/gateway-warnings.count" 2>/dev/null || true
-gw_alive || problem "gateway process $GW died during the run; see logs/gateway.log"
+kill -0 "$GW" 2>/dev/null || problem "gateway pid $GW died during the run: $(exit_desc "$GW"); see logs/$GW_LOG"
 cleanup
 PIDS=()
 if [ -z "${SKIP_GOBENCH:-}" ]; then
