@@ -56,6 +56,30 @@ func BuildWasm(pkg, out string, extraArgs ...string) error {
 	return nil
 }
 
+// WazeroTestVersion is the wazero version a test binary reports: test
+// binaries carry no dependency versions in their build info, so wazero keys
+// its compilation cache as "dev".
+const WazeroTestVersion = "dev"
+
+// Precompile fills cacheDir for wasm files in a separate process built
+// without the race detector (under -race wazero's compiler is about ten
+// times slower) and keyed like a test binary's cache. Each file may carry its
+// modes as path=trusted+strict.
+func Precompile(cacheDir string, files ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	args := []string{"run", "-ldflags", "-X github.com/tetratelabs/wazero/internal/version.version=" + WazeroTestVersion,
+		"./core/pluginhost/internal/precompile", "-dir", cacheDir}
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append(args, files...)...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testutil: precompile: %v\n%s", err, b)
+	}
+	return nil
+}
+
 // PluginSet is a directory holding built plugins and their plugins.yaml.
 type PluginSet struct {
 	Dir  string // holds <name>.wasm and plugins.yaml
@@ -69,8 +93,8 @@ var (
 )
 
 // BuildPlugins compiles the first-party plugins once per process into a
-// temporary directory and writes a plugins.yaml (trusted mode, a compilation
-// cache next to them). Call Cleanup from TestMain when done.
+// temporary directory, fills a compilation cache next to them, and writes a
+// plugins.yaml (trusted mode) that uses it. Call Cleanup from TestMain when done.
 func BuildPlugins() (PluginSet, error) {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mindrouter-plugins-")
@@ -96,6 +120,13 @@ func BuildPlugins() (PluginSet, error) {
 				buildErr = err
 				return
 			}
+		}
+		var files []string
+		for _, p := range Plugins {
+			files = append(files, filepath.Join(dir, p.Name+".wasm")+"=trusted")
+		}
+		if buildErr = Precompile(filepath.Join(dir, "cache"), files...); buildErr != nil {
+			return
 		}
 		var y strings.Builder
 		y.WriteString("abi: 1\ncache_dir: cache\nplugins:\n")

@@ -4,6 +4,7 @@ package testbuild
 
 import (
 	"fmt"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,23 +24,8 @@ type Plugin struct {
 // (for -X ...Version=).
 const GoodlibPkg = "github.com/mindrouter/mindrouter/plugins/testdata/broken/goodlib"
 
-// RepoRoot walks up from the working directory to the directory holding go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("testbuild: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the directory holding go.mod.
+func RepoRoot() (string, error) { return testutil.RepoRoot() }
 
 // Build compiles the plugins into dir (two go builds at a time) and
 // returns their paths by name.
@@ -78,24 +64,11 @@ func Build(root, dir string, plugins []Plugin) (map[string]string, error) {
 	return files, nil
 }
 
-// WazeroTestVersion is the wazero version a test binary reports: test
-// binaries carry no dependency versions in their build info, so wazero keys
-// its compilation cache as "dev".
-const WazeroTestVersion = "dev"
-
-// Precompile fills cacheDir for the built plugins in a separate process
-// built without the race detector (under -race wazero's compiler is about
-// ten times slower) and keyed like a test binary's cache.
+// Precompile fills cacheDir for the built plugins (see testutil.Precompile).
 func Precompile(root, cacheDir string, plugins []Plugin, files map[string]string) error {
-	args := []string{"run", "-ldflags", "-X github.com/tetratelabs/wazero/internal/version.version=" + WazeroTestVersion,
-		"./core/pluginhost/internal/precompile", "-dir", cacheDir}
+	args := make([]string, 0, len(plugins))
 	for _, p := range plugins {
 		args = append(args, files[p.Name]+"="+p.Modes)
 	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("precompile: %v\n%s", err, b)
-	}
-	return nil
+	return testutil.Precompile(cacheDir, args...)
 }
