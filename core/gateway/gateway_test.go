@@ -368,3 +368,20 @@ func TestHealthReadyMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamDroppedMidway_ClientSeesError(t *testing.T) {
+	e := startEnv(t, fakellm.Config{DropRate: 1, Tokens: 40}, fakellm.Config{DropRate: 1, Tokens: 40}, "")
+	for _, model := range []string{vllmModel, ollamaModel} {
+		stream := e.client.Chat.Completions.NewStreaming(context.Background(), chatParams(model, "hi"))
+		n := 0
+		for stream.Next() {
+			n++
+		}
+		if stream.Err() == nil {
+			t.Fatalf("%s: a stream cut by the backend after %d chunks ended without error", model, n)
+		}
+		if !strings.Contains(stream.Err().Error(), "closed the stream before it was complete") {
+			t.Fatalf("%s: error = %v", model, stream.Err())
+		}
+	}
+}

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
@@ -49,16 +53,27 @@ func (ex *exchange) relay(w *bufio.Writer) {
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
-				ex.streamFail(w, backendUnreachable(ex.backend.Name, rerr))
+				ex.streamFail(w, ex.truncated(rerr))
 				return
 			}
 			break
 		}
 	}
-	ex.list = ex.list[:0]
 	if !ex.backendDone {
+		// An unterminated last event still counts; it may be the end marker.
+		ex.list = ex.list[:0]
 		_ = ex.split.End(ex.emitFn)
+		if len(ex.list) > 0 && !ex.step(w, false) {
+			return
+		}
 	}
+	if !ex.backendDone {
+		// The connection ended without the protocol's end marker ([DONE],
+		// done:true): the answer is truncated and the client must know.
+		ex.streamFail(w, ex.truncated(nil))
+		return
+	}
+	ex.list = ex.list[:0]
 	ex.step(w, true)
 }
 
@@ -121,8 +136,9 @@ func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
 
 // streamFail ends a stream that broke after the client got its 200: the
 // error is sent as one last event in the client's dialect, framed for the
-// stream (an SSE data event or an NDJSON line), and no trailer follows, so
-// the client can tell the stream is incomplete.
+// client's stream (an NDJSON line when the route streams NDJSON, else an SSE
+// data event), and no trailer follows, so the client can tell the stream is
+// incomplete.
 func (ex *exchange) streamFail(w *bufio.Writer, err error) {
 	s := ex.s
 	e := apierr.Public(err)
@@ -137,11 +153,22 @@ func (ex *exchange) streamFail(w *bufio.Writer, err error) {
 		body = ex.tres.Payload
 	}
 	out := ex.list[:0]
-	if ex.split == ex.ndjson {
+	if strings.Contains(ex.route.r.StreamContentType, "ndjson") {
 		out = append(append(out, body...), '\n')
 	} else {
 		out = append(append(append(out, "data: "...), body...), '\n', '\n')
 	}
 	ex.list = out
 	ex.write(w, out)
+}
+
+// truncated is the error for a backend stream that ended before its end
+// marker, cleanly (cause nil) or through a read error or idle timeout.
+func (ex *exchange) truncated(cause error) error {
+	if errors.Is(cause, fasthttp.ErrTimeout) || errors.Is(cause, os.ErrDeadlineExceeded) {
+		return apierr.Wrap(canon.ErrTimeout, "backend_stream_timeout",
+			"the backend "+ex.backend.Name+" stopped sending for longer than the stream idle timeout", cause)
+	}
+	return apierr.Wrap(canon.ErrBackend, "backend_stream_truncated",
+		"the backend "+ex.backend.Name+" closed the stream before it was complete", cause)
 }
