@@ -12,6 +12,9 @@ import (
 	"sort"
 )
 
+// minRefAdded is the smallest reference added latency (µs) a ratio is taken over.
+const minRefAdded = 20
+
 // metric picks one figure out of a result.
 type metric struct {
 	name string
@@ -178,7 +181,8 @@ func buildRows(res []*Result, base, ref string) []*Row {
 			continue
 		}
 		for m, v := range row.Added {
-			if rv := r.Added[m]; rv > 0 {
+			// A ratio over a reference difference of a few µs is noise, not a figure.
+			if rv := r.Added[m]; rv >= minRefAdded {
 				row.VsRef[m] = math.Round(100*v/rv) / 100
 			}
 		}
@@ -207,8 +211,8 @@ func printRows(w io.Writer, rows []*Row, base, ref string) {
 				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 			} else {
 				fmt.Fprintf(w, "\n### %s (c=%d; medians of %d rounds; added = target − %s, same round)\n\n", row.Scenario, row.Conc, row.Rounds, base)
-				fmt.Fprintln(w, "| target | req/s | p50 | p90 | p99 | p99.9 | added p50 | added p99 | × "+ref+" added p99 | errors |")
-				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+				fmt.Fprintln(w, "| target | req/s | p50 | p90 | p99 | p99.9 | added p50 | added p90 | added p99 | × "+ref+" added p99 | errors |")
+				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 			}
 		}
 		m, a := row.Median, row.Added
@@ -217,9 +221,9 @@ func printRows(w io.Writer, rows []*Row, base, ref string) {
 				fmtUS(m["ttft_p50"]), fmtUS(m["ttft_p90"]), fmtUS(m["ttft_p99"]), fmtUS(m["total_p50"]), fmtUS(m["total_p99"]),
 				added(a, "ttft_p50"), added(a, "ttft_p99"), ratio(row.VsRef, "ttft_p99"), errsOf(row))
 		} else {
-			fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Target, m["rps"],
+			fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Target, m["rps"],
 				fmtUS(m["p50"]), fmtUS(m["p90"]), fmtUS(m["p99"]), fmtUS(m["p99.9"]),
-				added(a, "p50"), added(a, "p99"), ratio(row.VsRef, "p99"), errsOf(row))
+				added(a, "p50"), added(a, "p90"), added(a, "p99"), ratio(row.VsRef, "p99"), errsOf(row))
 		}
 	}
 }
