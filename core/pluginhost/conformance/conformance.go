@@ -173,7 +173,7 @@ func Run(t *testing.T, wasmPath string, opts Options) {
 		t.Run(c.Name, func(t *testing.T) {
 			switch {
 			case c.Skipped:
-				t.Skip(c.Detail)
+				t.Log("not applicable: " + c.Detail)
 			case !c.OK:
 				t.Error(c.Err)
 			default:
