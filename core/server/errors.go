@@ -24,6 +24,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, rt route, err erro
 	e := apierr.Public(err)
 	ex.status, ex.errMsg = e.Status, e.Error()
 	ce := e.Canon(ex.id)
+	if e.Status >= 500 {
+		// Server-side failures name the request so support can find its log.
+		ce.Message += " (request " + ex.id + ")"
+	}
 	ex.buf = ce.AppendJSON(ex.buf[:0])
 	if rt.plugin != nil {
 		ex.meta = abi.AppendMeta(ex.meta[:0], "route", rt.r.Name)

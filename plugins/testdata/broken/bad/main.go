@@ -64,7 +64,9 @@ func (translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) erro
 }
 
 func init() {
-	sdk.RegisterTranslator(sdk.Manifest{Name: "bad", Version: "1", Format: "test"}, translator{})
+	sdk.RegisterTranslator(sdk.Manifest{Name: "bad", Version: "1", Format: "test",
+		// A chat route lets gateway tests drive the misbehaviour over HTTP.
+		Routes: []sdk.Route{{Name: "chat", Method: "POST", Path: "/test/bad/chat"}}}, translator{})
 }
 
 func main() {}
