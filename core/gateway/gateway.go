@@ -53,7 +53,10 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugins: %w", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// The gateway's own context outlives the caller's: a signal that asks
+	// the process to stop must let open requests finish (Close drains them
+	// first), not cancel their plugin calls mid-way.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	host, err := pluginhost.New(ctx, pcfg, filepath.Dir(o.Config.PluginsPath()), log)
 	if err != nil {
 		cancel()

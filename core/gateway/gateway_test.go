@@ -71,6 +71,11 @@ func startFake(t *testing.T, cfg fakellm.Config) (*fakellm.Server, string) {
 
 func startEnv(t *testing.T, fv, fo fakellm.Config, extraYAML string) *env {
 	t.Helper()
+	return startEnvCtx(t, context.Background(), fv, fo, extraYAML)
+}
+
+func startEnvCtx(t *testing.T, ctx context.Context, fv, fo fakellm.Config, extraYAML string) *env {
+	t.Helper()
 	fv.Engine, fo.Engine = "vllm", "ollama"
 	if fv.Models == nil {
 		fv.Models = []string{vllmModel}
@@ -100,7 +105,7 @@ backends:
 	if testing.Verbose() {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e.gw, err = Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: log, Listener: ln})
+	e.gw, err = Start(ctx, Options{Config: cfg, AdminKey: adminKey, Logger: log, Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,5 +388,26 @@ func TestStreamDroppedMidway_ClientSeesError(t *testing.T) {
 		if !strings.Contains(stream.Err().Error(), "closed the stream before it was complete") {
 			t.Fatalf("%s: error = %v", model, stream.Err())
 		}
+	}
+}
+
+func TestShutdownLetsOpenRequestsFinish(t *testing.T) {
+	// As in main: a signal cancels the context Start got, then Close drains.
+	sig, stopSig := context.WithCancel(context.Background())
+	e := startEnvCtx(t, sig, fakellm.Config{TTFT: 400 * time.Millisecond}, fakellm.Config{}, "")
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.client.Chat.Completions.New(context.Background(), chatParams(vllmModel, "slow"))
+		done <- err
+	}()
+	time.Sleep(150 * time.Millisecond) // the request is waiting for its first token
+	stopSig()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.gw.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("request in flight during shutdown failed: %v", err)
 	}
 }
