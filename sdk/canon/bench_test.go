@@ -31,6 +31,16 @@ func benchRequest() *ChatRequest {
 	}
 }
 
+// benchResponse is a typical non-streamed answer, about 1 KiB of JSON.
+func benchResponse() *ChatResponse {
+	return &ChatResponse{ID: "chatcmpl-9a8b7c6d5e4f3a2b1c0d", Model: "llama-3.1-8b-instruct", Created: 1700000000,
+		Choices: []Choice{{Index: 0, Message: Message{Role: RoleAssistant, Reasoning: "The user wants the capital of France and three things it is famous for.",
+			Content:   []Part{{Type: PartText, Text: "Paris is the capital of France. It is famous for:\n\n1. **The Eiffel Tower**, the wrought-iron lattice tower built for the 1889 World's Fair.\n2. **The Louvre**, the world's most-visited art museum and home of the \"Mona Lisa\".\n3. **Its cuisine and café culture**: croissants, baguettes and bistros on every corner.\n\nIt is also known for Notre-Dame cathedral, the Seine and its fashion houses."}},
+			ToolCalls: []ToolCall{{ID: "call_def456", Name: "search", Arguments: `{"query":"Paris facts","limit":5}`}}},
+			FinishReason: FinishStop}},
+		Usage: &Usage{PromptTokens: 312, CompletionTokens: 128, TotalTokens: 440, ReasoningTokens: 20}}
+}
+
 func benchEncodeDecode[T any, P interface {
 	*T
 	codec
@@ -67,6 +77,8 @@ func benchEncodeDecode[T any, P interface {
 }
 
 func BenchmarkChatChunk(b *testing.B) { benchEncodeDecode(b, benchChunk()) }
+
+func BenchmarkChatResponse(b *testing.B) { benchEncodeDecode(b, benchResponse()) }
 
 func BenchmarkChatRequest(b *testing.B) {
 	if n := len(benchRequest().AppendJSON(nil)); n < 900 || n > 1300 {

@@ -15,6 +15,9 @@
 //   - Thinking is one normalized field (see Think).
 //   - Unknown JSON fields are ignored when decoding, so a newer producer can
 //     add fields without breaking an older consumer.
+//   - A decoded value's strings (and raw JSON) share one private copy of the
+//     input, so keeping any of them keeps all of it; see the codec
+//     conventions in codec.go.
 package canon
 
 import "encoding/json"

@@ -1,338 +1,522 @@
 package canon
 
-import (
-	"github.com/valyala/fastjson"
-)
-
-type jv = fastjson.Value
+// Each type's decode fills the value from the object at tape index i. The
+// member loop is the same everywhere: keys at j, values at j+1, and an error
+// is located by the member's key.
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *ChatRequest) DecodeJSON(data []byte) error {
 	*x = ChatRequest{}
-	return decode("chat request", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("chat request", err)
 }
 
-func (x *ChatRequest) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+// reqOptional holds a request's optional values, so that they take one
+// allocation however many are set.
+type reqOptional struct {
+	temperature, topP, minP, repetitionPenalty, frequencyPenalty, presencePenalty float64
+
+	topK              int
+	seed              int64
+	parallelToolCalls bool
+	responseFormat    ResponseFormat
+	toolChoice        ToolChoice
+}
+
+// Bits of the reqOptional fields that are set.
+const (
+	optTemperature uint16 = 1 << iota
+	optTopP
+	optMinP
+	optRepetitionPenalty
+	optFrequencyPenalty
+	optPresencePenalty
+	optTopK
+	optSeed
+	optParallelToolCalls
+	optResponseFormat
+	optToolChoice
+)
+
+// setIf sets or clears bit in set.
+func setIf(set *uint16, bit uint16, ok bool) {
+	if ok {
+		*set |= bit
+	} else {
+		*set &^= bit
+	}
+}
+
+func (d *decoder) optFloat(i int, p *float64, set *uint16, bit uint16) error {
+	f, ok, err := d.float(i, 64)
+	*p = f
+	setIf(set, bit, ok)
+	return err
+}
+
+func (x *ChatRequest) decode(d *decoder, i int) error {
+	var o reqOptional
+	var set uint16
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "model":
-			x.Model, err = getString(v)
+			x.Model, err = d.str(v)
 		case "messages":
+			// Slabs pay off from two arrays on; count elements, not arrays,
+			// which is as good and cheaper.
+			parts, calls := d.countMessages(v)
+			if parts > 1 {
+				d.parts = make([]Part, parts)
+			}
+			if calls > 1 {
+				d.calls = make([]ToolCall, calls)
+			}
 			x.Messages, err = slice(d, v, (*Message).decode)
 		case "stream":
-			x.Stream, err = getBool(v)
+			x.Stream, err = d.boolean(v)
 		case "include_usage":
-			x.IncludeUsage, err = getBool(v)
+			x.IncludeUsage, err = d.boolean(v)
 		case "max_tokens":
-			x.MaxTokens, err = getInt(d, v)
+			x.MaxTokens, err = d.int(v)
 		case "temperature":
-			x.Temperature, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.temperature, &set, optTemperature)
 		case "top_p":
-			x.TopP, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.topP, &set, optTopP)
 		case "top_k":
-			x.TopK, err = getIntPtr(d, v)
+			var n int64
+			var ok bool
+			if n, ok, err = d.int64(v); err == nil && int64(int(n)) != n {
+				err = errRange
+			}
+			o.topK = int(n)
+			setIf(&set, optTopK, ok && err == nil)
 		case "min_p":
-			x.MinP, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.minP, &set, optMinP)
 		case "repetition_penalty":
-			x.RepetitionPenalty, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.repetitionPenalty, &set, optRepetitionPenalty)
 		case "frequency_penalty":
-			x.FrequencyPenalty, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.frequencyPenalty, &set, optFrequencyPenalty)
 		case "presence_penalty":
-			x.PresencePenalty, err = getFloatPtr(d, v)
+			err = d.optFloat(v, &o.presencePenalty, &set, optPresencePenalty)
 		case "seed":
-			x.Seed, err = getInt64Ptr(d, v)
+			var ok bool
+			o.seed, ok, err = d.int64(v)
+			setIf(&set, optSeed, ok)
 		case "stop":
-			x.Stop, err = getStrings(d, v)
+			x.Stop, err = d.strings(v)
 		case "n":
-			x.N, err = getInt(d, v)
+			x.N, err = d.int(v)
 		case "response_format":
-			x.ResponseFormat, err = getResponseFormat(v)
+			setIf(&set, optResponseFormat, d.t[v].kind != kNull)
+			o.responseFormat = ResponseFormat{}
+			err = o.responseFormat.decode(d, v)
 		case "think":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			x.Think = Think(s)
 		case "think_budget":
-			x.ThinkBudget, err = getInt(d, v)
+			x.ThinkBudget, err = d.int(v)
 		case "tools":
 			x.Tools, err = slice(d, v, (*Tool).decode)
 		case "tool_choice":
-			x.ToolChoice, err = getToolChoice(v)
+			setIf(&set, optToolChoice, d.t[v].kind != kNull)
+			o.toolChoice = ToolChoice{}
+			err = o.toolChoice.decode(d, v)
 		case "parallel_tool_calls":
-			x.ParallelToolCalls, err = getBoolPtr(v)
+			setIf(&set, optParallelToolCalls, d.t[v].kind != kNull)
+			o.parallelToolCalls, err = d.boolean(v)
 		case "user":
-			x.User, err = getString(v)
+			x.User, err = d.str(v)
 		case "context_length":
-			x.ContextLength, err = getInt(d, v)
+			x.ContextLength, err = d.int(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	if err == nil && set != 0 {
+		x.setOptional(&o, set)
+	}
+	return err
 }
 
-func getResponseFormat(v *jv) (*ResponseFormat, error) {
-	if v.Type() == fastjson.TypeNull {
-		return nil, nil
+// setOptional points x's optional fields that set says into one copy of o.
+func (x *ChatRequest) setOptional(o *reqOptional, set uint16) {
+	h := new(reqOptional)
+	*h = *o
+	if set&optTemperature != 0 {
+		x.Temperature = &h.temperature
 	}
-	rf := new(ResponseFormat)
-	return rf, fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+	if set&optTopP != 0 {
+		x.TopP = &h.topP
+	}
+	if set&optMinP != 0 {
+		x.MinP = &h.minP
+	}
+	if set&optRepetitionPenalty != 0 {
+		x.RepetitionPenalty = &h.repetitionPenalty
+	}
+	if set&optFrequencyPenalty != 0 {
+		x.FrequencyPenalty = &h.frequencyPenalty
+	}
+	if set&optPresencePenalty != 0 {
+		x.PresencePenalty = &h.presencePenalty
+	}
+	if set&optTopK != 0 {
+		x.TopK = &h.topK
+	}
+	if set&optSeed != 0 {
+		x.Seed = &h.seed
+	}
+	if set&optParallelToolCalls != 0 {
+		x.ParallelToolCalls = &h.parallelToolCalls
+	}
+	if set&optResponseFormat != 0 {
+		x.ResponseFormat = &h.responseFormat
+	}
+	if set&optToolChoice != 0 {
+		x.ToolChoice = &h.toolChoice
+	}
+}
+
+func (rf *ResponseFormat) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "type":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			rf.Type = FormatType(s)
 		case "name":
-			rf.Name, err = getString(v)
+			rf.Name, err = d.str(v)
 		case "schema":
-			rf.Schema, err = getRaw(v)
+			rf.Schema, err = d.raw(v)
 		case "strict":
-			rf.Strict, err = getBool(v)
+			rf.Strict, err = d.boolean(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func getToolChoice(v *jv) (*ToolChoice, error) {
-	if v.Type() == fastjson.TypeNull {
-		return nil, nil
-	}
-	tc := new(ToolChoice)
-	return tc, fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (tc *ToolChoice) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "mode":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			tc.Mode = ToolChoiceMode(s)
 		case "name":
-			tc.Name, err = getString(v)
+			tc.Name, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (t *Tool) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (t *Tool) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "name":
-			t.Name, err = getString(v)
+			t.Name, err = d.str(v)
 		case "description":
-			t.Description, err = getString(v)
+			t.Description, err = d.str(v)
 		case "parameters":
-			t.Parameters, err = getRaw(v)
+			t.Parameters, err = d.raw(v)
 		case "strict":
-			t.Strict, err = getBool(v)
+			t.Strict, err = d.boolean(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
 // DecodeJSON resets m and fills it from canonical JSON.
 func (m *Message) DecodeJSON(data []byte) error {
 	*m = Message{}
-	return decode("message", data, m.decode)
+	d, err := start(data)
+	if err == nil {
+		err = m.decode(d, 0)
+	}
+	return d.finish("message", err)
 }
 
-func (m *Message) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (m *Message) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "role":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			m.Role = Role(s)
 		case "content":
-			m.Content, err = slice(d, v, (*Part).decode)
+			m.Content, err = sliceFrom(d, v, &d.parts, (*Part).decode)
 		case "name":
-			m.Name, err = getString(v)
+			m.Name, err = d.str(v)
 		case "tool_calls":
-			m.ToolCalls, err = slice(d, v, (*ToolCall).decode)
+			m.ToolCalls, err = sliceFrom(d, v, &d.calls, (*ToolCall).decode)
 		case "tool_call_id":
-			m.ToolCallID, err = getString(v)
+			m.ToolCallID, err = d.str(v)
 		case "reasoning":
-			m.Reasoning, err = getString(v)
+			m.Reasoning, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (p *Part) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (p *Part) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "type":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			p.Type = PartType(s)
 		case "text":
-			p.Text, err = getString(v)
+			p.Text, err = d.str(v)
 		case "url":
-			p.URL, err = getString(v)
+			p.URL, err = d.str(v)
 		case "media_type":
-			p.MediaType, err = getString(v)
+			p.MediaType, err = d.str(v)
 		case "data":
-			p.Data, err = getString(v)
+			p.Data, err = d.str(v)
 		case "detail":
-			p.Detail, err = getString(v)
+			p.Detail, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (tc *ToolCall) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (tc *ToolCall) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "id":
-			tc.ID, err = getString(v)
+			tc.ID, err = d.str(v)
 		case "name":
-			tc.Name, err = getString(v)
+			tc.Name, err = d.str(v)
 		case "arguments":
-			tc.Arguments, err = getString(v)
+			tc.Arguments, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
 // DecodeJSON resets u and fills it from canonical JSON.
 func (u *Usage) DecodeJSON(data []byte) error {
 	*u = Usage{}
-	return decode("usage", data, u.decode)
+	d, err := start(data)
+	if err == nil {
+		err = u.decode(d, 0)
+	}
+	return d.finish("usage", err)
 }
 
-func (u *Usage) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (u *Usage) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "prompt_tokens":
-			u.PromptTokens, err = getInt(d, v)
+			u.PromptTokens, err = d.int(v)
 		case "completion_tokens":
-			u.CompletionTokens, err = getInt(d, v)
+			u.CompletionTokens, err = d.int(v)
 		case "total_tokens":
-			u.TotalTokens, err = getInt(d, v)
+			u.TotalTokens, err = d.int(v)
 		case "reasoning_tokens":
-			u.ReasoningTokens, err = getInt(d, v)
+			u.ReasoningTokens, err = d.int(v)
 		case "cached_tokens":
-			u.CachedTokens, err = getInt(d, v)
+			u.CachedTokens, err = d.int(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func getUsage(d *decoder, v *jv) (*Usage, error) {
-	if v.Type() == fastjson.TypeNull {
+func (d *decoder) usage(i int) (*Usage, error) {
+	if d.t[i].kind == kNull {
 		return nil, nil
 	}
 	u := new(Usage)
-	return u, u.decode(d, v)
+	return u, u.decode(d, i)
 }
 
-func getFinish(v *jv) (FinishReason, error) {
-	s, err := getString(v)
+func (d *decoder) finishReason(i int) (FinishReason, error) {
+	s, err := d.str(i)
 	return FinishReason(s), err
 }
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *ChatResponse) DecodeJSON(data []byte) error {
 	*x = ChatResponse{}
-	return decode("chat response", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("chat response", err)
 }
 
-func (x *ChatResponse) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (x *ChatResponse) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "id":
-			x.ID, err = getString(v)
+			x.ID, err = d.str(v)
 		case "model":
-			x.Model, err = getString(v)
+			x.Model, err = d.str(v)
 		case "created":
-			x.Created, _, err = getInt64(d, v)
+			x.Created, _, err = d.int64(v)
 		case "choices":
 			x.Choices, err = slice(d, v, (*Choice).decode)
 		case "usage":
-			x.Usage, err = getUsage(d, v)
+			x.Usage, err = d.usage(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (c *Choice) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (c *Choice) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "index":
-			c.Index, err = getInt(d, v)
+			c.Index, err = d.int(v)
 		case "message":
 			c.Message = Message{}
 			err = c.Message.decode(d, v)
 		case "finish_reason":
-			c.FinishReason, err = getFinish(v)
+			c.FinishReason, err = d.finishReason(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *ChatChunk) DecodeJSON(data []byte) error {
 	*x = ChatChunk{}
-	return decode("chat chunk", data, x.decode)
+	if x.decodeFast(data) { // fastchunk.go
+		return nil
+	}
+	*x = ChatChunk{}
+	return x.decodeJSON(data)
 }
 
-func (x *ChatChunk) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+// decodeJSON is DecodeJSON without the fast path.
+func (x *ChatChunk) decodeJSON(data []byte) error {
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("chat chunk", err)
+}
+
+func (x *ChatChunk) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "id":
-			x.ID, err = getString(v)
+			x.ID, err = d.str(v)
 		case "model":
-			x.Model, err = getString(v)
+			x.Model, err = d.str(v)
 		case "created":
-			x.Created, _, err = getInt64(d, v)
+			x.Created, _, err = d.int64(v)
 		case "choices":
 			x.Choices, err = slice(d, v, (*ChunkChoice).decode)
 		case "usage":
-			x.Usage, err = getUsage(d, v)
+			x.Usage, err = d.usage(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (c *ChunkChoice) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (c *ChunkChoice) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "index":
-			c.Index, err = getInt(d, v)
+			c.Index, err = d.int(v)
 		case "delta":
 			c.Delta = Delta{}
 			err = c.Delta.decode(d, v)
 		case "finish_reason":
-			c.FinishReason, err = getFinish(v)
+			c.FinishReason, err = d.finishReason(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (dl *Delta) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (dl *Delta) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "role":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			dl.Role = Role(s)
 		case "content":
-			dl.Content, err = getString(v)
+			dl.Content, err = d.str(v)
 		case "reasoning":
-			dl.Reasoning, err = getString(v)
+			dl.Reasoning, err = d.str(v)
 		case "tool_calls":
 			dl.ToolCalls, err = slice(d, v, (*ToolCallDelta).decode)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (tc *ToolCallDelta) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (tc *ToolCallDelta) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "index":
-			tc.Index, err = getInt(d, v)
+			tc.Index, err = d.int(v)
 		case "id":
-			tc.ID, err = getString(v)
+			tc.ID, err = d.str(v)
 		case "name":
-			tc.Name, err = getString(v)
+			tc.Name, err = d.str(v)
 		case "arguments":
-			tc.Arguments, err = getString(v)
+			tc.Arguments, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }

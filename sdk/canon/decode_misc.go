@@ -1,155 +1,247 @@
 package canon
 
+import "strings"
+
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *EmbeddingRequest) DecodeJSON(data []byte) error {
 	*x = EmbeddingRequest{}
-	return decode("embedding request", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("embedding request", err)
 }
 
-func (x *EmbeddingRequest) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (x *EmbeddingRequest) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "model":
-			x.Model, err = getString(v)
+			x.Model, err = d.str(v)
 		case "input":
-			x.Input, err = getStrings(d, v)
+			x.Input, err = d.strings(v)
 		case "dimensions":
-			x.Dimensions, err = getInt(d, v)
+			x.Dimensions, err = d.int(v)
 		case "encoding_format":
-			x.EncodingFormat, err = getString(v)
+			x.EncodingFormat, err = d.str(v)
 		case "user":
-			x.User, err = getString(v)
+			x.User, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-// DecodeJSON resets x and fills it from canonical JSON.
+// DecodeJSON resets x and fills it from canonical JSON. The document is
+// mostly numbers, so Model gets a copy of its own rather than keeping the
+// decoder's copy of the whole document alive.
 func (x *EmbeddingResponse) DecodeJSON(data []byte) error {
 	*x = EmbeddingResponse{}
-	return decode("embedding response", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("embedding response", err)
 }
 
-func (x *EmbeddingResponse) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (x *EmbeddingResponse) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "model":
-			x.Model, err = getString(v)
+			x.Model, err = d.str(v)
+			x.Model = strings.Clone(x.Model)
 		case "vectors":
-			x.Vectors, err = slice(d, v, func(vec *[]float32, d *decoder, v *jv) (err error) {
-				*vec, err = getFloat32s(d, v)
-				return err
-			})
+			x.Vectors, err = d.vectors(v)
 		case "usage":
-			x.Usage, err = getUsage(d, v)
+			x.Usage, err = d.usage(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
+}
+
+// vectors decodes an array of arrays of numbers into one allocation for
+// the numbers (each vector's capacity ends with it) and one for the slices.
+// null elements of a vector are zero.
+func (d *decoder) vectors(i int) ([][]float32, error) {
+	n, j, err := d.array(i)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	total := 0
+	for k, e := 0, j; k < n; k, e = k+1, d.next(e) {
+		m, _, err := d.array(e)
+		if err != nil {
+			return nil, index(k, err)
+		}
+		total += m
+	}
+	all := make([]float32, total)
+	out := make([][]float32, n)
+	for k := range out {
+		m, e, _ := d.array(j)
+		vec := all[:m:m]
+		all = all[m:]
+		for l := range vec {
+			f, _, err := d.float(e, 32)
+			if err != nil {
+				return nil, index(k, index(l, err))
+			}
+			vec[l] = float32(f)
+			e++ // a number or null: one token
+
+		}
+		out[k] = vec
+		j = d.next(j)
+	}
+	return out, nil
 }
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *Error) DecodeJSON(data []byte) error {
 	*x = Error{}
-	return decode("error", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("error", err)
 }
 
-func (x *Error) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (x *Error) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "status":
-			x.Status, err = getInt(d, v)
+			x.Status, err = d.int(v)
 		case "type":
 			var s string
-			s, err = getString(v)
+			s, err = d.str(v)
 			x.Type = ErrorType(s)
 		case "code":
-			x.Code, err = getString(v)
+			x.Code, err = d.str(v)
 		case "message":
-			x.Message, err = getString(v)
+			x.Message, err = d.str(v)
 		case "param":
-			x.Param, err = getString(v)
+			x.Param, err = d.str(v)
 		case "request_id":
-			x.RequestID, err = getString(v)
+			x.RequestID, err = d.str(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *ModelList) DecodeJSON(data []byte) error {
 	*x = ModelList{}
-	return decode("model list", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("model list", err)
 }
 
-func (x *ModelList) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		if string(k) == "models" {
-			x.Models, err = slice(d, v, (*Model).decode)
+func (x *ModelList) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		if d.key(j) == "models" {
+			if x.Models, err = slice(d, j+1, (*Model).decode); err != nil {
+				return d.field(j, err)
+			}
 		}
-		return err
-	})
+	}
+	return err
 }
 
-func (m *Model) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (m *Model) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "id":
-			m.ID, err = getString(v)
+			m.ID, err = d.str(v)
 		case "owned_by":
-			m.OwnedBy, err = getString(v)
+			m.OwnedBy, err = d.str(v)
 		case "created":
-			m.Created, _, err = getInt64(d, v)
+			m.Created, _, err = d.int64(v)
 		case "context_length":
-			m.ContextLength, err = getInt(d, v)
+			m.ContextLength, err = d.int(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *Discovery) DecodeJSON(data []byte) error {
 	*x = Discovery{}
-	return decode("discovery", data, x.decode)
+	d, err := start(data)
+	if err == nil {
+		err = x.decode(d, 0)
+	}
+	return d.finish("discovery", err)
 }
 
-func (x *Discovery) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (x *Discovery) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "healthy":
-			x.Healthy, err = getBoolPtr(v)
+			x.Healthy = nil
+			if d.t[v].kind != kNull {
+				var b bool
+				if b, err = d.boolean(v); err == nil {
+					x.Healthy = &b
+				}
+			}
 		case "models":
 			x.Models, err = slice(d, v, (*DiscoveredModel).decode)
 		case "version":
-			x.Version, err = getString(v)
+			x.Version, err = d.str(v)
 		case "has_load":
-			x.HasLoad, err = getBool(v)
+			x.HasLoad, err = d.boolean(v)
 		case "running":
-			x.Running, _, err = getFloat(d, v, 64)
+			x.Running, _, err = d.float(v, 64)
 		case "waiting":
-			x.Waiting, _, err = getFloat(d, v, 64)
+			x.Waiting, _, err = d.float(v, 64)
 		case "kv_cache_usage":
-			x.KVCacheUsage, _, err = getFloat(d, v, 64)
+			x.KVCacheUsage, _, err = d.float(v, 64)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
 
-func (m *DiscoveredModel) decode(d *decoder, v *jv) error {
-	return fields(v, func(k []byte, v *jv) (err error) {
-		switch string(k) {
+func (m *DiscoveredModel) decode(d *decoder, i int) error {
+	j, end, err := d.object(i)
+	for ; j < end; j = d.next(j + 1) {
+		switch v := j + 1; d.key(j) {
 		case "name":
-			m.Name, err = getString(v)
+			m.Name, err = d.str(v)
 		case "loaded":
-			m.Loaded, err = getBool(v)
+			m.Loaded, err = d.boolean(v)
 		case "context_length":
-			m.ContextLength, err = getInt(d, v)
+			m.ContextLength, err = d.int(v)
 		case "size_bytes":
-			m.SizeBytes, _, err = getInt64(d, v)
+			m.SizeBytes, _, err = d.int64(v)
 		case "family":
-			m.Family, err = getString(v)
+			m.Family, err = d.str(v)
 		case "capabilities":
-			m.Capabilities, err = getStrings(d, v)
+			m.Capabilities, err = d.strings(v)
 		}
-		return err
-	})
+		if err != nil {
+			return d.field(j, err)
+		}
+	}
+	return err
 }
