@@ -83,8 +83,8 @@ func (d *decoder) unescapeKeys() {
 			continue
 		}
 		n := len(d.buf)
-		d.buf = d.buf[:n+int(t.b-t.a)]
-		w := unescape(d.buf[n:], d.buf[t.a:t.b])
+		d.buf = append(d.buf, d.buf[t.a:t.b]...) // within capacity
+		w := unescape(d.buf[n:])
 		d.buf = d.buf[:n+w]
 		t.a, t.b, t.flags = uint32(n), uint32(n+w), 0
 	}
@@ -277,8 +277,7 @@ func (d *decoder) str(i int) (string, error) {
 		return "", errControl
 	}
 	if t.flags&fEsc != 0 {
-		b := d.buf[t.a:t.b]
-		t.b = t.a + uint32(unescape(b, b))
+		t.b = t.a + uint32(unescape(d.buf[t.a:t.b]))
 		t.flags &^= fEsc
 	}
 	if b := d.buf[t.a:t.b]; t.flags&fHigh != 0 && !utf8.Valid(b) {

@@ -81,7 +81,7 @@ func (p *scanner) text() (b []byte, plain, ok bool) {
 	p.i = i + 1
 	b = s[start:i]
 	if fl&fEsc != 0 {
-		b = b[:unescape(b, b)]
+		b = b[:unescape(b)]
 	}
 	return b, fl == 0, fl&fHigh == 0 || utf8.Valid(b)
 }

@@ -437,34 +437,33 @@ func scanFraction(s []byte, i int) (end int, fl uint8, err error) {
 	return i, 0, nil
 }
 
-// unescape decodes the content of a JSON string checked by tokenize from
-// src into dst and returns the length written. dst may be src itself: the
-// result is never longer. Invalid surrogate escapes become U+FFFD, as in
-// encoding/json.
-func unescape(dst, src []byte) int {
+// unescape decodes in place the content of a JSON string checked by
+// tokenize and returns its new length (the result is never longer).
+// Invalid surrogate escapes become U+FFFD, as in encoding/json.
+func unescape(b []byte) int {
+	dst, src := b, b
 	w, i := 0, 0
 	for {
-		// Copy 8 bytes at a time up to the next backslash. Each word is read
-		// before it is written and w <= i, so copying in place is safe.
-		for i+8 <= len(src) {
-			x := binary.LittleEndian.Uint64(src[i:])
-			y := x ^ '\\'*lsb
+		// Find the next backslash, 8 bytes at a time, and move the bytes
+		// before it unless they are where they belong already.
+		j := i
+		for j+8 <= len(src) {
+			y := binary.LittleEndian.Uint64(src[j:]) ^ '\\'*lsb
 			if m := (y - lsb) &^ y & msb; m != 0 {
-				n := bits.TrailingZeros64(m) >> 3
-				w += copy(dst[w:], src[i:i+n])
-				i += n
-				break
+				j += bits.TrailingZeros64(m) >> 3
+				goto found
 			}
-			binary.LittleEndian.PutUint64(dst[w:], x)
-			w += 8
-			i += 8
+			j += 8
 		}
-		for i < len(src) && src[i] != '\\' {
-			dst[w] = src[i]
-			w++
-			i++
+		for j < len(src) && src[j] != '\\' {
+			j++
 		}
-		if i >= len(src) {
+	found:
+		if w != i {
+			copy(dst[w:], src[i:j])
+		}
+		w += j - i
+		if i = j; i >= len(src) {
 			return w
 		}
 		switch c := src[i+1]; c {
