@@ -45,6 +45,7 @@ type env struct {
 	gw           *Gateway
 	base         string
 	vllm, ollama *fakellm.Server
+	vllmURL      string
 	client       openai.Client
 }
 
@@ -87,6 +88,7 @@ func startEnvCtx(t *testing.T, ctx context.Context, fv, fo fakellm.Config, extra
 	var vurl, ourl string
 	e.vllm, vurl = startFake(t, fv)
 	e.ollama, ourl = startFake(t, fo)
+	e.vllmURL = vurl
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 backends:

@@ -9,15 +9,22 @@ import (
 	"time"
 )
 
-// pool is the bounded instance pool of one plugin version: a buffered
-// channel of idle instances and a live counter. Not a sync.Pool: an
-// instance dropped by the GC would never be closed (wazero keeps every
-// module linked in its store until Close).
+// pool is the bounded instance pool of one plugin version: a LIFO stack of
+// idle instances, a hand-off channel for callers waiting on a full pool, and
+// a live counter. Not a sync.Pool: an instance dropped by the GC would never
+// be closed (wazero keeps every module linked in its store until Close).
+//
+// LIFO matters: each instance owns megabytes of linear memory, and reusing
+// the instance that just ran keeps it in the CPU caches. Measured with the
+// four calls of one chat request, a FIFO rotation over three instances
+// cost 2–3× more guest time than reusing the hottest one.
 type pool struct {
 	v        *Version
-	idle     chan *instance
-	live     atomic.Int32 // instances in existence or being created
-	waiting  atomic.Int32 // callers blocked in get
+	stackMu  sync.Mutex
+	stack    []*instance    // idle instances, most recently used last
+	idle     chan *instance // hand-off to waiters (cap = max)
+	live     atomic.Int32   // instances in existence or being created
+	waiting  atomic.Int32   // callers blocked in get
 	min, max int32
 	maxCalls int
 	maxMem   uint32 // recycle an instance whose linear memory grew past this
@@ -36,6 +43,7 @@ func newPool(v *Version, pc *PluginConfig) *pool {
 	p := &pool{
 		v:        v,
 		idle:     make(chan *instance, pc.Pool.Max),
+		stack:    make([]*instance, 0, pc.Pool.Max),
 		min:      int32(pc.Pool.Min),
 		max:      int32(pc.Pool.Max),
 		maxCalls: pc.Pool.MaxCalls,
@@ -51,6 +59,9 @@ func newPool(v *Version, pc *PluginConfig) *pool {
 // live < max (the slow path, logged); else it waits for one until ctx ends
 // (or p.wait when ctx has no deadline).
 func (p *pool) get(ctx context.Context) (*instance, error) {
+	if in := p.pop(); in != nil {
+		return in, nil
+	}
 	select {
 	case in := <-p.idle:
 		return in, nil
@@ -76,6 +87,10 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 func (p *pool) await(ctx context.Context) (*instance, error) {
 	p.waiting.Add(1)
 	defer p.waiting.Add(-1)
+	// A release that ran before waiting was raised pushed to the stack.
+	if in := p.pop(); in != nil {
+		return in, nil
+	}
 	var timeout <-chan time.Time
 	if _, ok := ctx.Deadline(); !ok {
 		t := time.NewTimer(p.wait)
@@ -133,17 +148,38 @@ func (p *pool) put(in *instance, bad bool) {
 	p.release(in)
 }
 
-// release puts a healthy instance into the idle channel.
+// release hands a healthy instance to a waiter, or pushes it on the stack.
 func (p *pool) release(in *instance) {
-	select {
-	case p.idle <- in:
-	default: // cannot happen (cap = max); do not leak
-		p.discard(in)
-		return
+	handed := false
+	if p.waiting.Load() > 0 {
+		select {
+		case p.idle <- in:
+			handed = true
+		default:
+		}
+	}
+	if !handed {
+		p.stackMu.Lock()
+		p.stack = append(p.stack, in)
+		p.stackMu.Unlock()
 	}
 	if p.closed.Load() {
 		p.drain() // close raced with us
 	}
+}
+
+// pop takes the most recently used idle instance, or nil.
+func (p *pool) pop() *instance {
+	p.stackMu.Lock()
+	defer p.stackMu.Unlock()
+	n := len(p.stack)
+	if n == 0 {
+		return nil
+	}
+	in := p.stack[n-1]
+	p.stack[n-1] = nil
+	p.stack = p.stack[:n-1]
+	return in
 }
 
 func (p *pool) discard(in *instance) {
@@ -194,6 +230,17 @@ func (p *pool) needMore() bool {
 // drain closes every idle instance.
 func (p *pool) drain() {
 	for {
+		in := p.pop()
+		if in == nil {
+			break
+		}
+		p.mu.Lock()
+		delete(p.all, in)
+		p.mu.Unlock()
+		in.close()
+		p.live.Add(-1)
+	}
+	for {
 		select {
 		case in := <-p.idle:
 			p.mu.Lock()
@@ -221,7 +268,9 @@ func (p *pool) close() {
 
 // stats counts live and idle instances and the largest linear memory.
 func (p *pool) stats() (live, idle int, maxMem uint32) {
-	idle = len(p.idle)
+	p.stackMu.Lock()
+	idle = len(p.idle) + len(p.stack)
+	p.stackMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for in := range p.all {

@@ -27,7 +27,15 @@ import (
 func (ex *exchange) relay(w *bufio.Writer) {
 	s := ex.s
 	defer func() {
-		_ = ex.bresp.CloseBodyStream()
+		if ex.backendDone && !ex.clientGone {
+			// The backend said it is done, but its connection is reusable only
+			// once the body is read to the end (the chunked terminator). Drain
+			// it off the client's path, bounded, on a response of its own.
+			go drain(ex.bresp)
+			ex.bresp = new(fasthttp.Response)
+		} else {
+			_ = ex.bresp.CloseBodyStream()
+		}
 		s.met.streams.Add(-1)
 		s.met.chunks.Add(uint64(ex.chunks))
 		if ex.clientGone {
@@ -171,4 +179,15 @@ func (ex *exchange) truncated(cause error) error {
 	}
 	return apierr.Wrap(canon.ErrBackend, "backend_stream_truncated",
 		"the backend "+ex.backend.Name+" closed the stream before it was complete", cause)
+}
+
+// drain reads what is left of a finished backend stream (at most 64 KiB:
+// normally just the chunked terminator) so its connection returns to the
+// pool instead of being closed.
+func drain(resp *fasthttp.Response) {
+	if body := resp.BodyStream(); body != nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	}
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
 }
