@@ -2,18 +2,12 @@ package ollama
 
 import (
 	"bytes"
-	"context"
 	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk/abi"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 var wasmFlag = flag.Bool("wasm", false, "also build ./wasm for wasip1 and compare it with the native plugin in wazero")
@@ -21,8 +15,7 @@ var wasmFlag = flag.Bool("wasm", false, "also build ./wasm for wasip1 and compar
 // wasmPlugin drives the .wasm build through its ABI exports, as the gateway
 // does.
 type wasmPlugin struct {
-	mod       api.Module
-	buf, call api.Function
+	m *wasmtest.Module
 }
 
 func loadWasm(t testing.TB) *wasmPlugin {
@@ -30,62 +23,15 @@ func loadWasm(t testing.TB) *wasmPlugin {
 	if !*wasmFlag {
 		t.Skip("run with -wasm")
 	}
-	out := filepath.Join(t.TempDir(), "ollama.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
-	bin, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { rt.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
-		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {}).
-		Export(abi.ImportLog).Instantiate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &wasmPlugin{mod: mod, buf: mod.ExportedFunction(abi.ExportBuf), call: mod.ExportedFunction(abi.ExportCall)}
-	res, err := mod.ExportedFunction(abi.ExportInit).Call(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := w.read(t, res[0]); r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"ollama"`)) {
+	w := &wasmPlugin{m: wasmtest.Load(t, "ollama", nil)}
+	if r := parse(t, w.m.Init(t)); r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"ollama"`)) {
 		t.Fatalf("init: %s %s %s", r.Status, r.Error, r.Payload)
 	}
 	return w
 }
 
-func (w *wasmPlugin) read(t testing.TB, packed uint64) result {
-	ptr, n := abi.Unpack(packed)
-	b, ok := w.mod.Memory().Read(ptr, n)
-	if !ok {
-		t.Fatal("result out of range")
-	}
-	return parse(t, b)
-}
-
 func (w *wasmPlugin) do(t testing.TB, op abi.Op, in []byte) result {
-	ctx := context.Background()
-	res, err := w.buf.Call(ctx, uint64(len(in)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !w.mod.Memory().Write(uint32(res[0]), in) {
-		t.Fatal("write out of range")
-	}
-	if res, err = w.call.Call(ctx, uint64(op), uint64(len(in))); err != nil {
-		t.Fatal(err)
-	}
-	return w.read(t, res[0])
+	return parse(t, w.m.Call(t, op, in))
 }
 
 // TestWasmMatchesNative runs every golden input through the wasm build and

@@ -2,18 +2,13 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-
+	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -23,9 +18,8 @@ var wasmFlag = flag.Bool("wasm", false, "also build plugins/openai/wasm for wasi
 
 // wasmPlugin runs the built .wasm through the ABI exports.
 type wasmPlugin struct {
-	t         testing.TB
-	mod       api.Module
-	buf, call api.Function
+	t testing.TB
+	m *wasmtest.Module
 }
 
 func loadWasm(t testing.TB) *wasmPlugin {
@@ -33,34 +27,11 @@ func loadWasm(t testing.TB) *wasmPlugin {
 	if !*wasmFlag {
 		t.Skip("run with -wasm")
 	}
-	path := filepath.Join(t.TempDir(), "openai.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", path, "./wasm")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	w := &wasmPlugin{t: t, m: wasmtest.Load(t, "openai", nil)}
+	if v := w.m.ABIVersion(t); v != abi.Version {
+		t.Fatalf("abi version %v", v)
 	}
-	code, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { r.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
-	if _, err := r.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
-		WithFunc(func(context.Context, api.Module, uint32, uint32, uint32) {}).Export(abi.ImportLog).
-		Instantiate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := r.InstantiateWithConfig(ctx, code, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &wasmPlugin{t: t, mod: mod, buf: mod.ExportedFunction(abi.ExportBuf), call: mod.ExportedFunction(abi.ExportCall)}
-	if v, err := mod.ExportedFunction(abi.ExportABIVersion).Call(ctx); err != nil || uint32(v[0]) != abi.Version {
-		t.Fatalf("abi version %v %v", v, err)
-	}
-	res := w.raw(mod.ExportedFunction(abi.ExportInit), nil)
+	res := w.parse(w.m.Init(t))
 	var m struct {
 		Name  string `json:"name"`
 		Kind  string `json:"kind"`
@@ -72,24 +43,12 @@ func loadWasm(t testing.TB) *wasmPlugin {
 	return w
 }
 
-func (w *wasmPlugin) raw(f api.Function, in []byte, params ...uint64) abi.Result {
-	ctx := context.Background()
-	v, err := w.buf.Call(ctx, uint64(len(in)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if !w.mod.Memory().Write(uint32(v[0]), in) {
-		w.t.Fatal("write input")
-	}
-	v, err = f.Call(ctx, append(params, uint64(len(in)))...)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	p, n := abi.Unpack(v[0])
-	area, ok := w.mod.Memory().Read(p, n)
-	if !ok {
-		w.t.Fatal("read result")
-	}
+// raw runs op on in; the result is a copy.
+func (w *wasmPlugin) raw(op abi.Op, in []byte) abi.Result {
+	return w.parse(w.m.Call(w.t, op, in))
+}
+
+func (w *wasmPlugin) parse(area []byte) abi.Result {
 	r, err := abi.ParseResult(bytes.Clone(area))
 	if err != nil {
 		w.t.Fatal(err)
@@ -112,7 +71,7 @@ func TestWasm_MatchesNative(t *testing.T) {
 		in := make([]byte, abi.HeaderSize)
 		abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
 		in = append(append(append(in, state...), m...), payload...)
-		got := w.raw(w.call, in, uint64(op))
+		got := w.raw(op, in)
 		if got.Status != want.Status || !bytes.Equal(got.Payload, want.Payload) || string(got.Error) != want.Error ||
 			got.Flags != want.Flags || !bytes.Equal(got.State, want.State) {
 			t.Errorf("%s: wasm %s %s %q, native %s %s %q", name, got.Status, got.Payload, got.Error, want.Status, want.Payload, want.Error)
@@ -167,7 +126,7 @@ func BenchmarkWasm(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := w.raw(w.call, tc.in, uint64(tc.op)); r.Status != abi.StatusOK {
+				if r := w.raw(tc.op, tc.in); r.Status != abi.StatusOK {
 					b.Fatal(r.Status, string(r.Error))
 				}
 			}

@@ -2,17 +2,11 @@ package vllm
 
 import (
 	"bytes"
-	"context"
 	"flag"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk/abi"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 var wasmFlag = flag.Bool("wasm", false, "also build plugins/vllm/wasm for wasip1 and run the conformance checks in wazero")
@@ -20,8 +14,7 @@ var wasmFlag = flag.Bool("wasm", false, "also build plugins/vllm/wasm for wasip1
 // wasmPlugin is the .wasm build driven through the ABI exports, as the
 // gateway drives it.
 type wasmPlugin struct {
-	mod       api.Module
-	buf, call api.Function
+	m *wasmtest.Module
 }
 
 func loadWasm(t testing.TB) *wasmPlugin {
@@ -29,49 +22,17 @@ func loadWasm(t testing.TB) *wasmPlugin {
 	if !*wasmFlag {
 		t.Skip("run with -wasm")
 	}
-	out := filepath.Join(t.TempDir(), "vllm.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
-	bin, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { rt.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
-		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
-			b, _ := m.Memory().Read(ptr, n)
-			t.Logf("plugin log %d: %s", int32(level), b)
-		}).Export(abi.ImportLog).Instantiate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &wasmPlugin{mod: mod, buf: mod.ExportedFunction(abi.ExportBuf), call: mod.ExportedFunction(abi.ExportCall)}
-	res, err := mod.ExportedFunction(abi.ExportInit).Call(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := w.read(t, res[0])
+	w := &wasmPlugin{m: wasmtest.Load(t, "vllm", func(level int32, b []byte) {
+		t.Logf("plugin log %d: %s", level, b)
+	})}
+	r := w.read(t, w.m.Init(t))
 	if r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"vllm"`)) {
 		t.Fatalf("init: %s %s %s", r.Status, r.Error, r.Payload)
 	}
 	return w
 }
 
-func (w *wasmPlugin) read(t testing.TB, packed uint64) result {
-	ptr, n := abi.Unpack(packed)
-	b, ok := w.mod.Memory().Read(ptr, n)
-	if !ok {
-		t.Fatalf("result out of range")
-	}
+func (w *wasmPlugin) read(t testing.TB, b []byte) result {
 	r, err := abi.ParseResult(b)
 	if err != nil {
 		t.Fatal(err)
@@ -81,19 +42,7 @@ func (w *wasmPlugin) read(t testing.TB, packed uint64) result {
 }
 
 func (w *wasmPlugin) do(t testing.TB, op abi.Op, in []byte) result {
-	ctx := context.Background()
-	res, err := w.buf.Call(ctx, uint64(len(in)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !w.mod.Memory().Write(uint32(res[0]), in) {
-		t.Fatal("write out of range")
-	}
-	res, err = w.call.Call(ctx, uint64(op), uint64(len(in)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w.read(t, res[0])
+	return w.read(t, w.m.Call(t, op, in))
 }
 
 func callIn(flags uint32, state []byte, meta map[string]string, payload []byte) []byte {
