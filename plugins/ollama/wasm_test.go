@@ -1,16 +1,19 @@
+//go:build !race
+
+// The wasm parity tests build ./wasm and run it in wazero; under the race
+// detector wazero compiles about ten times slower, so they run in the
+// non-race pass of `make test`.
+
 package ollama
 
 import (
 	"bytes"
-	"flag"
 	"strconv"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
-
-var wasmFlag = flag.Bool("wasm", false, "also build ./wasm for wasip1 and compare it with the native plugin in wazero")
 
 // wasmPlugin drives the .wasm build through its ABI exports, as the gateway
 // does.
@@ -20,9 +23,6 @@ type wasmPlugin struct {
 
 func loadWasm(t testing.TB) *wasmPlugin {
 	t.Helper()
-	if !*wasmFlag {
-		t.Skip("run with -wasm")
-	}
 	w := &wasmPlugin{m: wasmtest.Load(t, "ollama", nil)}
 	if r := parse(t, w.m.Init(t)); r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"ollama"`)) {
 		t.Fatalf("init: %s %s %s", r.Status, r.Error, r.Payload)

@@ -1,9 +1,14 @@
+//go:build !race
+
+// The wasm parity tests build ./wasm and run it in wazero; under the race
+// detector wazero compiles about ten times slower, so they run in the
+// non-race pass of `make test`.
+
 package openai
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,8 +19,6 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-var wasmFlag = flag.Bool("wasm", false, "also build plugins/openai/wasm for wasip1 and check it against the native plugin in wazero")
-
 // wasmPlugin runs the built .wasm through the ABI exports.
 type wasmPlugin struct {
 	t testing.TB
@@ -24,9 +27,6 @@ type wasmPlugin struct {
 
 func loadWasm(t testing.TB) *wasmPlugin {
 	t.Helper()
-	if !*wasmFlag {
-		t.Skip("run with -wasm")
-	}
 	w := &wasmPlugin{t: t, m: wasmtest.Load(t, "openai", nil)}
 	if v := w.m.ABIVersion(t); v != abi.Version {
 		t.Fatalf("abi version %v", v)

@@ -1,15 +1,18 @@
+//go:build !race
+
+// The wasm parity tests build ./wasm and run it in wazero; under the race
+// detector wazero compiles about ten times slower, so they run in the
+// non-race pass of `make test`.
+
 package vllm
 
 import (
 	"bytes"
-	"flag"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
-
-var wasmFlag = flag.Bool("wasm", false, "also build plugins/vllm/wasm for wasip1 and run the conformance checks in wazero")
 
 // wasmPlugin is the .wasm build driven through the ABI exports, as the
 // gateway drives it.
@@ -19,9 +22,6 @@ type wasmPlugin struct {
 
 func loadWasm(t testing.TB) *wasmPlugin {
 	t.Helper()
-	if !*wasmFlag {
-		t.Skip("run with -wasm")
-	}
 	w := &wasmPlugin{m: wasmtest.Load(t, "vllm", func(level int32, b []byte) {
 		t.Logf("plugin log %d: %s", level, b)
 	})}

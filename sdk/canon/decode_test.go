@@ -179,33 +179,6 @@ func jsonFloat(f float64) []byte {
 	return (&ChatRequest{Temperature: &f}).AppendJSON(nil)[len(`{"temperature":`):]
 }
 
-// Decoding into one value allocates a fixed handful of blocks, however many
-// strings the document holds.
-func TestDecodeAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts vary under the race detector")
-	}
-	for _, tc := range []struct {
-		in  codec
-		out codec
-		max float64
-	}{
-		{benchChunk(), new(ChatChunk), 2},
-		{benchResponse(), new(ChatResponse), 5},
-		{benchRequest(), new(ChatRequest), 7},
-		{conversation(50), new(ChatRequest), 4},
-	} {
-		buf := tc.in.AppendJSON(nil)
-		if n := testing.AllocsPerRun(100, func() {
-			if err := tc.out.DecodeJSON(buf); err != nil {
-				t.Fatal(err)
-			}
-		}); n > tc.max {
-			t.Errorf("%T: %v allocs, want at most %v", tc.out, n, tc.max)
-		}
-	}
-}
-
 // conversation is a request of n messages, every fifth with tool calls.
 func conversation(n int) *ChatRequest {
 	r := &ChatRequest{Model: "m"}
