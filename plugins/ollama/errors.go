@@ -16,13 +16,13 @@ const maxErrorMessage = 512
 
 // DecodeError turns an Ollama error response ({"error":"..."}, or any body)
 // into a canonical error. Client mistakes keep a 4xx status; backend
-// failures become 502, 503 or 504 (see errorClass).
+// failures become 502, 503 or 504 (see sdk.ErrorStatus).
 func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Error) error {
 	e.Message = a.errorMessage(body)
 	if e.Message == "" {
 		e.Message = "ollama returned HTTP status " + strconv.Itoa(status)
 	}
-	e.Status, e.Type = errorClass(status)
+	e.Status, e.Type = sdk.ErrorStatus(status)
 	lower := strings.ToLower(e.Message)
 	switch {
 	case strings.Contains(lower, "model") && strings.Contains(lower, "not found"):
@@ -62,32 +62,4 @@ func capMessage(b []byte) string {
 		b = b[:n]
 	}
 	return string(b)
-}
-
-// errorClass maps a backend HTTP status to the status and type the client
-// sees, as the vllm adapter does.
-func errorClass(status int) (int, canon.ErrorType) {
-	switch status {
-	case 400, 422:
-		return 400, canon.ErrInvalidRequest
-	case 401:
-		return 401, canon.ErrAuthentication
-	case 403:
-		return 403, canon.ErrPermission
-	case 404:
-		return 404, canon.ErrNotFound
-	case 408, 504:
-		return 504, canon.ErrTimeout
-	case 413:
-		return 413, canon.ErrRequestTooLarge
-	case 429:
-		return 429, canon.ErrRateLimit
-	case 503:
-		return 503, canon.ErrOverloaded
-	}
-	if status > 400 && status < 500 {
-		return 400, canon.ErrInvalidRequest
-	}
-	// 5xx, and statuses that should not carry an error at all.
-	return 502, canon.ErrBackend
 }

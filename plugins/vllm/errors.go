@@ -67,32 +67,8 @@ func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Err
 }
 
 // mapStatus maps a backend HTTP status to the status and type the client
-// gets.
-func mapStatus(status int) (int, canon.ErrorType) {
-	switch status {
-	case 400, 422:
-		return 400, canon.ErrInvalidRequest
-	case 401:
-		return 401, canon.ErrAuthentication
-	case 403:
-		return 403, canon.ErrPermission
-	case 404:
-		return 404, canon.ErrNotFound
-	case 408, 504:
-		return 504, canon.ErrTimeout
-	case 413:
-		return 413, canon.ErrRequestTooLarge
-	case 429:
-		return 429, canon.ErrRateLimit
-	case 503:
-		return 503, canon.ErrOverloaded
-	}
-	if status > 400 && status < 500 {
-		return 400, canon.ErrInvalidRequest
-	}
-	// 5xx, and statuses that should not carry an error at all.
-	return 502, canon.ErrBackend
-}
+// gets; the mapping is the SDK's, shared with the other adapters.
+func mapStatus(status int) (int, canon.ErrorType) { return sdk.ErrorStatus(status) }
 
 // detail reads FastAPI's "detail": a string, or a list of validation errors
 // whose first "msg" is used.
