@@ -379,19 +379,29 @@ func (x *ChatResponse) DecodeJSON(data []byte) error {
 }
 
 func (x *ChatResponse) decode(d *decoder, i int) error {
+	return decodeResponse(d, i, &x.ID, &x.Model, &x.Created, &x.Choices, &x.Usage, (*Choice).decode)
+}
+
+func (c *Choice) decode(d *decoder, i int) error {
+	return decodeChoice(d, i, &c.Index, "message", &c.Message, (*Message).decode, &c.FinishReason)
+}
+
+// decodeResponse decodes the object at token i into the members that
+// ChatResponse and ChatChunk share; they differ only in the choice type.
+func decodeResponse[C any](d *decoder, i int, id, model *string, created *int64, choices *[]C, usage **Usage, choice func(*C, *decoder, int) error) error {
 	j, end, err := d.object(i)
 	for ; j < end; j = d.next(j + 1) {
 		switch v := j + 1; d.key(j) {
 		case "id":
-			x.ID, err = d.str(v)
+			*id, err = d.str(v)
 		case "model":
-			x.Model, err = d.str(v)
+			*model, err = d.str(v)
 		case "created":
-			x.Created, _, err = d.int64(v)
+			*created, _, err = d.int64(v)
 		case "choices":
-			x.Choices, err = slice(d, v, (*Choice).decode)
+			*choices, err = slice(d, v, choice)
 		case "usage":
-			x.Usage, err = d.usage(v)
+			*usage, err = d.usage(v)
 		}
 		if err != nil {
 			return d.field(j, err)
@@ -400,17 +410,21 @@ func (x *ChatResponse) decode(d *decoder, i int) error {
 	return err
 }
 
-func (c *Choice) decode(d *decoder, i int) error {
+// decodeChoice decodes the object at token i into the members that Choice
+// and ChunkChoice share: the index, the finish reason and a body (a Message
+// under "message" or a Delta under "delta"), which is reset before decoding.
+func decodeChoice[B any](d *decoder, i int, index *int, bodyKey string, body *B, decodeBody func(*B, *decoder, int) error, reason *FinishReason) error {
 	j, end, err := d.object(i)
 	for ; j < end; j = d.next(j + 1) {
-		switch v := j + 1; d.key(j) {
+		switch v, k := j+1, d.key(j); k {
 		case "index":
-			c.Index, err = d.int(v)
-		case "message":
-			c.Message = Message{}
-			err = c.Message.decode(d, v)
+			*index, err = d.int(v)
 		case "finish_reason":
-			c.FinishReason, err = d.finishReason(v)
+			*reason, err = d.finishReason(v)
+		case bodyKey:
+			var zero B
+			*body = zero
+			err = decodeBody(body, d, v)
 		}
 		if err != nil {
 			return d.field(j, err)
@@ -439,44 +453,11 @@ func (x *ChatChunk) decodeJSON(data []byte) error {
 }
 
 func (x *ChatChunk) decode(d *decoder, i int) error {
-	j, end, err := d.object(i)
-	for ; j < end; j = d.next(j + 1) {
-		switch v := j + 1; d.key(j) {
-		case "id":
-			x.ID, err = d.str(v)
-		case "model":
-			x.Model, err = d.str(v)
-		case "created":
-			x.Created, _, err = d.int64(v)
-		case "choices":
-			x.Choices, err = slice(d, v, (*ChunkChoice).decode)
-		case "usage":
-			x.Usage, err = d.usage(v)
-		}
-		if err != nil {
-			return d.field(j, err)
-		}
-	}
-	return err
+	return decodeResponse(d, i, &x.ID, &x.Model, &x.Created, &x.Choices, &x.Usage, (*ChunkChoice).decode)
 }
 
 func (c *ChunkChoice) decode(d *decoder, i int) error {
-	j, end, err := d.object(i)
-	for ; j < end; j = d.next(j + 1) {
-		switch v := j + 1; d.key(j) {
-		case "index":
-			c.Index, err = d.int(v)
-		case "delta":
-			c.Delta = Delta{}
-			err = c.Delta.decode(d, v)
-		case "finish_reason":
-			c.FinishReason, err = d.finishReason(v)
-		}
-		if err != nil {
-			return d.field(j, err)
-		}
-	}
-	return err
+	return decodeChoice(d, i, &c.Index, "delta", &c.Delta, (*Delta).decode, &c.FinishReason)
 }
 
 func (dl *Delta) decode(d *decoder, i int) error {
