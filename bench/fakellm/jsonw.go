@@ -11,6 +11,15 @@ import (
 // Responses are written by appending JSON to byte slices by hand: it keeps the
 // hot path free of reflection and allocations. Every string goes through
 // appendJSONString, a real JSON escaper (strconv.Quote is not JSON).
+//
+// These helpers deliberately do not use sdk/jsonw, whose output is equivalent
+// JSON but not the same bytes: the fake mimics its backends byte for byte.
+// appendJSONString writes backspace and form feed as \b and \f, as Ollama
+// (Go's encoding/json since Go 1.22) and vLLM (Python) do, where jsonw.String
+// writes \u0008 and \u000c; the float helpers write NaN and infinities as 0
+// and follow Python's repr or Go's float32 formatting, where jsonw.Float writes
+// null and shortens a negative exponent (1e-7, not 1e-07). appendInt is
+// jsonw.Int, kept for symmetry.
 
 const hexDigits = "0123456789abcdef"
 
