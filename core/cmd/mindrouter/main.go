@@ -1,7 +1,8 @@
 // Command mindrouter is the MindRouter gateway.
 //
 //	mindrouter serve [--config FILE]      run the gateway
-//	mindrouter plugin check FILE.wasm     run the plugin conformance kit on a plugin
+//	mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm
+//	                                       run the plugin conformance kit on a plugin
 package main
 
 import (
@@ -51,7 +52,8 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   mindrouter serve [--config FILE]     run the gateway (no file: embedded defaults)
-  mindrouter plugin check FILE.wasm    check a plugin against ABI v1 (conformance kit)`)
+  mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm
+                                       check a plugin against ABI v1 (conformance kit)`)
 }
 
 func serve(args []string) error {
@@ -129,10 +131,24 @@ func startDemoBackend(log *slog.Logger) (string, func(), error) {
 }
 
 func plugin(args []string) error {
-	if len(args) != 2 || args[0] != "check" {
-		return errors.New("usage: mindrouter plugin check FILE.wasm")
+	const use = "usage: mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm"
+	if len(args) < 2 || args[0] != "check" {
+		return errors.New(use)
 	}
-	rep, err := conformance.Check(context.Background(), args[1], conformance.Options{})
+	fs := flag.NewFlagSet("plugin check", flag.ExitOnError)
+	golden := fs.String("golden", "", "directory of golden vectors (*.vector.json; see core/pluginhost/conformance)")
+	var streams streamList
+	fs.Var(&streams, "stream", "recorded upstream stream (.sse or .ndjson) for the split check; repeatable")
+	_ = fs.Parse(args[1:])
+	if fs.NArg() != 1 {
+		return errors.New(use)
+	}
+	rep, err := conformance.Check(context.Background(), fs.Arg(0), conformance.Options{GoldenDir: *golden, Streams: streams})
 	fmt.Print(rep.String())
 	return err
 }
+
+type streamList []string
+
+func (l *streamList) String() string     { return fmt.Sprint([]string(*l)) }
+func (l *streamList) Set(v string) error { *l = append(*l, v); return nil }
