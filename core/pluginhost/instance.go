@@ -203,7 +203,7 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 		msg, trace, _ := strings.Cut(err.Error(), "\n")
 		if trace != "" {
 			v.logger().LogAttrs(context.Background(), slog.LevelWarn, "plugin trapped",
-				slog.String("op", op.String()), slog.Uint64("req_id", ci.RequestID), slog.String("trace", trace))
+				slog.String("op", op.String()), reqIDAttr(ci.RequestID), slog.String("trace", trace))
 		}
 		return nil, true, v.errorf(op, ErrTrap, "%s", msg)
 	}

@@ -263,6 +263,7 @@ func TestVersion_Call_Limits(t *testing.T) {
 type countHandler struct {
 	mu     sync.Mutex
 	counts map[string]int
+	reqIDs map[string]int // req_id values of mr_v1.log lines
 }
 
 func (c *countHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -273,18 +274,23 @@ func (c *countHandler) Handle(_ context.Context, r slog.Record) error {
 		return nil
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "stream" {
-			c.mu.Lock()
+		c.mu.Lock()
+		switch a.Key {
+		case "stream":
 			c.counts[a.Value.String()]++
-			c.mu.Unlock()
+		case "req_id":
+			if c.reqIDs != nil {
+				c.reqIDs[a.Value.String()]++
+			}
 		}
+		c.mu.Unlock()
 		return true
 	})
 	return nil
 }
 
 func TestPlugin_Log(t *testing.T) {
-	ch := &countHandler{counts: map[string]int{}}
+	ch := &countHandler{counts: map[string]int{}, reqIDs: map[string]int{}}
 	cfg := &Config{ABI: 1, CacheDir: cacheDir, Plugins: []PluginConfig{plugin("bad", "bad", "translator", ModeTrusted)}}
 	h, err := New(context.Background(), cfg, testDir, slog.New(ch))
 	if err != nil {
@@ -294,7 +300,9 @@ func TestPlugin_Log(t *testing.T) {
 	p := h.Plugin("bad")
 	var out Result
 	for _, body := range []string{"log", "print"} { // 100 lines each
-		if err := p.Call(context.Background(), abi.OpRequestDecode, decode(body), &out); err != nil {
+		in := decode(body)
+		in.RequestID = 0xabc
+		if err := p.Call(context.Background(), abi.OpRequestDecode, in, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -307,5 +315,10 @@ func TestPlugin_Log(t *testing.T) {
 	}
 	if d := p.metrics.logDropped.Load(); int(d)+total != 200 {
 		t.Errorf("dropped %d + logged %d != 200", d, total)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.counts["log"] > 0 && ch.reqIDs["0000000000000abc"] != ch.counts["log"] {
+		t.Errorf("mr_v1.log lines carry req_id %v, want 0000000000000abc on all %d", ch.reqIDs, ch.counts["log"])
 	}
 }

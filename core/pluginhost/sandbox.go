@@ -213,15 +213,15 @@ func (s *logSink) allow() bool {
 	return true
 }
 
-func (s *logSink) emit(level slog.Level, stream string, line []byte) {
+func (s *logSink) emit(level slog.Level, stream string, line []byte, attrs ...slog.Attr) {
 	if len(line) == 0 || !s.allow() {
 		return
 	}
 	if len(line) > maxLogLine {
 		line = line[:maxLogLine]
 	}
-	s.logger.LogAttrs(context.Background(), level, "plugin output",
-		slog.String("stream", stream), slog.String("line", string(line)))
+	attrs = append(attrs, slog.String("stream", stream), slog.String("line", string(line)))
+	s.logger.LogAttrs(context.Background(), level, "plugin output", attrs...)
 }
 
 // lineWriter splits a guest's stdout or stderr into lines for a logSink.
@@ -257,6 +257,22 @@ func (w *lineWriter) add(p []byte) {
 
 type sinkKey struct{}
 
+// instanceKey carries the calling *instance in its call context.
+type instanceKey struct{}
+
+// reqIDAttr renders a call's request id as 16 hex digits: the gateway's
+// request ids ("chatcmpl-<32 hex>") begin with these digits, so plugin log
+// lines and access log lines can be matched.
+func reqIDAttr(id uint64) slog.Attr {
+	const digits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[id&0xf]
+		id >>= 4
+	}
+	return slog.String("req_id", string(b[:]))
+}
+
 // hostLog implements mr_v1.log(level, ptr, len). The sink is found by the
 // calling module (registered when the instance is created) or, during
 // _initialize, by the context InstantiateModule was given.
@@ -274,6 +290,10 @@ func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
+		return
+	}
+	if in, ok := ctx.Value(instanceKey{}).(*instance); ok {
+		s.emit(level, "log", b, reqIDAttr(in.reqID.Load()))
 		return
 	}
 	s.emit(level, "log", b)

@@ -72,8 +72,10 @@ func (ex *exchange) begin(s *Server) {
 	ex.start = time.Now()
 	var raw [16]byte
 	a, b := rand.Uint64(), rand.Uint64()
+	// Big-endian, so the id's first 16 hex digits are num as the plugin
+	// host logs it (req_id in plugin log lines).
 	for i := 0; i < 8; i++ {
-		raw[i], raw[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
+		raw[i], raw[8+i] = byte(a>>(56-8*i)), byte(b>>(56-8*i))
 	}
 	var id [9 + 32]byte
 	copy(id[:], "chatcmpl-")
