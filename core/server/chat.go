@@ -34,7 +34,13 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, ex *exchange) bool {
 		return false
 	}
 	ex.backend = b
-	ex.aver = b.Adapter().Pin()
+	ad := b.Adapter()
+	if ad == nil { // its adapter was unloaded by a reload since Pick
+		s.fail(ctx, ex, rt, apierr.New(canon.ErrOverloaded, "backend_unavailable",
+			"no adapter is loaded for the backend "+b.Name))
+		return false
+	}
+	ex.aver = ad.Pin()
 	if err := ex.aver.Call(s.baseCtx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: ex.num, Payload: ex.canon}, &ex.ares); err != nil {
 		s.fail(ctx, ex, rt, pluginFailure(err))
 		return false
