@@ -94,9 +94,18 @@ func (ex *exchange) begin(s *Server) {
 	ex.status, ex.errMsg = 200, ""
 }
 
-// release returns what the exchange holds (slot, pinned plugin versions,
-// backend connection) and puts it back in the pool.
+// release returns what the exchange holds and puts it back in the pool.
 func (ex *exchange) release() {
+	ex.releaseHeld()
+	ex.breq.Reset()
+	ex.bresp.Reset()
+	s := ex.s
+	ex.s = nil
+	s.exchanges.Put(ex)
+}
+
+// releaseHeld returns the backend slot and the pinned plugin versions.
+func (ex *exchange) releaseHeld() {
 	if ex.slot {
 		ex.backend.Release()
 		ex.slot = false
@@ -109,11 +118,6 @@ func (ex *exchange) release() {
 		ex.aver.Release()
 		ex.aver = nil
 	}
-	ex.breq.Reset()
-	ex.bresp.Reset()
-	s := ex.s
-	ex.s = nil
-	s.exchanges.Put(ex)
 }
 
 func (ex *exchange) emit(ev []byte) { ex.list = abi.AppendItem(ex.list, ev) }

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestExchange_RequestID(t *testing.T) {
@@ -29,5 +33,20 @@ func TestItoa(t *testing.T) {
 		if got := itoa(v); got != fmt.Sprint(v) {
 			t.Errorf("itoa(%d) = %s", v, got)
 		}
+	}
+}
+
+func TestRecoverPanic(t *testing.T) {
+	s := &Server{log: slog.New(slog.DiscardHandler), met: newMetrics(), baseCtx: context.Background()}
+	s.exchanges.New = func() any { return newExchange() }
+	ex := newExchange()
+	ex.begin(s)
+	var ctx fasthttp.RequestCtx
+	func() {
+		defer s.recoverPanic(&ctx, ex)
+		panic("a bug")
+	}()
+	if ctx.Response.StatusCode() != 500 || !strings.Contains(string(ctx.Response.Body()), ex.id) {
+		t.Fatalf("status %d body %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -27,6 +28,12 @@ import (
 func (ex *exchange) relay(w *bufio.Writer) {
 	s := ex.s
 	defer func() {
+		if r := recover(); r != nil {
+			// A bug must cost this stream, not the process.
+			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
+				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			ex.clientGone, ex.status = true, 500
+		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only
 			// once the body is read to the end (the chunked terminator). Drain

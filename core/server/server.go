@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -131,6 +132,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 
 	ex := s.exchanges.Get().(*exchange)
 	ex.begin(s)
+	defer s.recoverPanic(ctx, ex)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
 	rt, ok := s.findRoute(ctx.Method(), ctx.Path())
 	if !ok {
@@ -201,4 +203,26 @@ func (s *Server) models(ctx *fasthttp.RequestCtx, ex *exchange) {
 	}
 	ctx.SetContentType(contentType(ex.tres.Meta, "application/json"))
 	ctx.SetBody(ex.tres.Payload)
+}
+
+// recoverPanic turns a bug that panics while serving one request into a
+// 500 for that request (fasthttp would let it kill the process). The
+// exchange gives back its slot and plugin pins but is not pooled again:
+// its state is unknown.
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, ex *exchange) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic serving request",
+		slog.String("req_id", ex.id), slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+	ctx.ResetBody()
+	ctx.SetStatusCode(fasthttp.StatusInternalServerError)
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"error":{"message":"internal error (request ` + ex.id + `)","type":"server_error","param":null,"code":"internal_error"}}`)
+	func() {
+		defer func() { _ = recover() }() // already failing: do not fail twice
+		ex.releaseHeld()
+		s.met.observe(ex.route.r.Name, 500, 0)
+	}()
 }
