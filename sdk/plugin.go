@@ -136,6 +136,9 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 			return err
 		}
 		p.out.Body = p.req.AppendJSON(p.out.Body)
+		p.out.SetMeta("model", p.req.Model)
+		p.out.SetMeta("stream", flag01(p.req.Stream))
+		p.out.SetMeta("include_usage", flag01(p.req.IncludeUsage))
 	case abi.OpResponseEncode:
 		if err := p.resp.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
@@ -232,6 +235,13 @@ func (p *Plugin) streamDecode(c *Call, list []byte) error {
 	}
 	p.out.Body = append(p.out.Body, p.list...)
 	return nil
+}
+
+func flag01(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func putU32(b []byte, v uint32) {

@@ -114,6 +114,12 @@ func TestPlugin_RequestDecodeStatuses(t *testing.T) {
 			if err := req.DecodeJSON(r.Payload); err != nil || req.Model != "m1" || req.Messages[0].Text() != "hello" {
 				t.Fatalf("canonical %s: %v", r.Payload, err)
 			}
+			// The routing fields are repeated in the meta for the host.
+			for k, want := range map[string]string{"model": "m1", "stream": "0", "include_usage": "0"} {
+				if v, ok := abi.MetaGet(r.Meta, k); !ok || string(v) != want {
+					t.Fatalf("meta %s = %q, want %q", k, v, want)
+				}
+			}
 		}
 	}
 	// The plugin still works after a panic.

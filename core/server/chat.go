@@ -59,15 +59,19 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, ex *exchange) bool {
 	return s.startStream(ctx, ex)
 }
 
-// peek reads the few canonical fields the gateway routes on.
+// peek reads the routing fields the translator's SDK repeats in the
+// result meta (ABI: OpRequestDecode), so the canonical JSON is not parsed
+// on the host.
 func (ex *exchange) peek() error {
-	v, err := ex.parser.ParseBytes(ex.canon)
-	if err != nil {
-		return apierr.Wrap(canon.ErrInternal, "internal_error", "internal error", err)
+	model, ok := abi.MetaGet(ex.tres.Meta, "model")
+	if !ok {
+		return apierr.New(canon.ErrBackend, "plugin_error", "the translator did not report the request's model")
 	}
-	ex.model = string(v.GetStringBytes("model"))
-	ex.stream = v.GetBool("stream")
-	ex.includeUsage = v.GetBool("include_usage")
+	ex.model = string(model)
+	v, _ := abi.MetaGet(ex.tres.Meta, "stream")
+	ex.stream = string(v) == "1"
+	v, _ = abi.MetaGet(ex.tres.Meta, "include_usage")
+	ex.includeUsage = string(v) == "1"
 	if ex.model == "" {
 		return apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required")
 	}

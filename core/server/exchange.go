@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/frame"
@@ -27,7 +26,6 @@ type exchange struct {
 	tres, ares   pluginhost.Result
 	canon        []byte // canonical request JSON
 	buf, meta    []byte
-	parser       fastjson.Parser
 	model        string
 	includeUsage bool
 	stream       bool

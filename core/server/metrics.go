@@ -24,32 +24,43 @@ type histogram struct {
 	sumNs  atomic.Uint64
 }
 
-// metrics are the gateway's own counters; each update is an atomic add
-// (the map lookup is on a sync.Map whose keys stop changing after warm-up).
+// metrics are the gateway's own counters; each update is a read-locked map
+// lookup (keys stop changing after warm-up) and atomic adds, without
+// allocating.
 type metrics struct {
-	requests    sync.Map // routeKey -> *atomic.Uint64
-	latency     sync.Map // route -> *histogram
+	mu          sync.RWMutex
+	requests    map[routeKey]*atomic.Uint64
+	latency     map[string]*histogram
 	streams     atomic.Int64
 	chunks      atomic.Uint64
 	disconnects atomic.Uint64
 }
 
-func newMetrics() *metrics { return &metrics{} }
+func newMetrics() *metrics {
+	return &metrics{requests: map[routeKey]*atomic.Uint64{}, latency: map[string]*histogram{}}
+}
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
 	if route == "" {
 		route = "none"
 	}
-	c, ok := m.requests.Load(routeKey{route, status})
-	if !ok {
-		c, _ = m.requests.LoadOrStore(routeKey{route, status}, new(atomic.Uint64))
+	key := routeKey{route, status}
+	m.mu.RLock()
+	c, hist := m.requests[key], m.latency[route]
+	m.mu.RUnlock()
+	if c == nil || hist == nil {
+		m.mu.Lock()
+		if c = m.requests[key]; c == nil {
+			c = new(atomic.Uint64)
+			m.requests[key] = c
+		}
+		if hist = m.latency[route]; hist == nil {
+			hist = new(histogram)
+			m.latency[route] = hist
+		}
+		m.mu.Unlock()
 	}
-	c.(*atomic.Uint64).Add(1)
-	h, ok := m.latency.Load(route)
-	if !ok {
-		h, _ = m.latency.LoadOrStore(route, new(histogram))
-	}
-	hist := h.(*histogram)
+	c.Add(1)
 	sec := d.Seconds()
 	i := 0
 	for i < len(buckets) && sec > buckets[i] {
@@ -62,8 +73,12 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 func (m *metrics) write(w io.Writer, reg *backend.Registry) {
 	fmt.Fprintln(w, "# HELP mindrouter_requests_total Requests answered, by route and HTTP status.")
 	fmt.Fprintln(w, "# TYPE mindrouter_requests_total counter")
-	var keys []routeKey
-	m.requests.Range(func(k, _ any) bool { keys = append(keys, k.(routeKey)); return true })
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	keys := make([]routeKey, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].route != keys[j].route {
 			return keys[i].route < keys[j].route
@@ -71,17 +86,17 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry) {
 		return keys[i].status < keys[j].status
 	})
 	for _, k := range keys {
-		c, _ := m.requests.Load(k)
-		fmt.Fprintf(w, "mindrouter_requests_total{route=%q,code=\"%d\"} %d\n", k.route, k.status, c.(*atomic.Uint64).Load())
+		fmt.Fprintf(w, "mindrouter_requests_total{route=%q,code=\"%d\"} %d\n", k.route, k.status, m.requests[k].Load())
 	}
 	fmt.Fprintln(w, "# HELP mindrouter_request_duration_seconds Time from request to the end of the response (streams: to the last byte).")
 	fmt.Fprintln(w, "# TYPE mindrouter_request_duration_seconds histogram")
-	var routes []string
-	m.latency.Range(func(k, _ any) bool { routes = append(routes, k.(string)); return true })
+	routes := make([]string, 0, len(m.latency))
+	for r := range m.latency {
+		routes = append(routes, r)
+	}
 	sort.Strings(routes)
 	for _, r := range routes {
-		h, _ := m.latency.Load(r)
-		hist := h.(*histogram)
+		hist := m.latency[r]
 		var cum uint64
 		for i, b := range buckets {
 			cum += hist.counts[i].Load()

@@ -99,7 +99,10 @@ type Op uint32
 // Translator ops.
 const (
 	// OpRequestDecode: payload = client request body; meta "route" = route
-	// name from the manifest. Output payload = canonical request JSON.
+	// name from the manifest. Output payload = canonical request JSON; output
+	// meta "model", "stream" and "include_usage" ("1" or "0") repeat the
+	// fields the host routes on, so it need not parse the payload (the SDK
+	// sets them).
 	OpRequestDecode Op = 1
 	// OpResponseEncode: payload = canonical response JSON; meta carries
 	// "route", "id", "model". Output = client response body.
