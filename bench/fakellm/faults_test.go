@@ -221,14 +221,29 @@ func TestQueuedClientDisconnectFreesQueue(t *testing.T) {
 		}
 	}()
 	waitFor(t, "slot taken", 5*time.Second, func() bool { return s.Stats().Running == 1 })
-	c := &http.Client{Timeout: 100 * time.Millisecond}
-	if _, err := c.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(chatReq)); err == nil {
+	// Queue a second request, then leave once the server shows it waiting
+	// (not after a fixed time, which races with a loaded machine).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	queued := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/chat/completions", strings.NewReader(chatReq))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		queued <- err
+	}()
+	waitFor(t, "request queued", 5*time.Second, func() bool { return s.Stats().Waiting == 1 })
+	cancel()
+	if err := <-queued; err == nil {
 		t.Fatal("queued request answered early")
 	}
-	waitFor(t, "queue to empty", 5*time.Second, func() bool { return s.Stats().Waiting == 0 })
-	if st := s.Stats(); st.Cancelled != 1 {
-		t.Errorf("stats = %+v", st)
-	}
+	waitFor(t, "queue to empty and the request cancelled", 5*time.Second, func() bool {
+		st := s.Stats()
+		return st.Waiting == 0 && st.Cancelled == 1
+	})
 }
 
 func TestClientDisconnectStopsStream(t *testing.T) {
