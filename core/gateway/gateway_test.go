@@ -402,7 +402,12 @@ func TestShutdownLetsOpenRequestsFinish(t *testing.T) {
 		_, err := e.client.Chat.Completions.New(context.Background(), chatParams(vllmModel, "slow"))
 		done <- err
 	}()
-	time.Sleep(150 * time.Millisecond) // the request is waiting for its first token
+	// Wait until the request is at the backend, waiting for its first token.
+	for deadline := time.Now().Add(10 * time.Second); e.vllm.Stats().Running == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the backend")
+		}
+	}
 	stopSig()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
