@@ -18,7 +18,24 @@ type Error struct {
 	Code   string // machine-readable, e.g. "model_not_found"
 	Msg    string
 	Param  string
-	Err    error // cause, for logs only
+	// RetryAfter, in seconds, is sent as Retry-After; every 429 and 503
+	// gets one (DefaultRetryAfter when zero).
+	RetryAfter int
+	Err        error // cause, for logs only
+}
+
+// DefaultRetryAfter is the Retry-After of a 429 or 503 that names none.
+const DefaultRetryAfter = 1
+
+// RetryAfterSeconds is the Retry-After value to send with e, or 0 for none.
+func (e *Error) RetryAfterSeconds() int {
+	if e.RetryAfter > 0 {
+		return e.RetryAfter
+	}
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		return DefaultRetryAfter
+	}
+	return 0
 }
 
 func (e *Error) Error() string {

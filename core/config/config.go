@@ -30,6 +30,8 @@ type Config struct {
 	// Discovery controls how often backends are probed for models and health.
 	Discovery Discovery `yaml:"discovery"`
 	Log       Log       `yaml:"log"`
+	Errors    Errors    `yaml:"errors"`
+	Metrics   Metrics   `yaml:"metrics"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -46,6 +48,10 @@ type Backend struct {
 	// Models, when set, restricts the backend to these models (discovery
 	// still fills in context lengths); empty means whatever it reports.
 	Models []string `yaml:"models"`
+	// IdleConnTimeout closes pooled connections idle this long; keep it
+	// under the backend's own keep-alive timeout (uvicorn, which vLLM
+	// uses, closes after 5 s) so a request never lands on a closed one.
+	IdleConnTimeout Duration `yaml:"idle_conn_timeout"`
 }
 
 // Limits bound what clients may send.
@@ -54,6 +60,19 @@ type Limits struct {
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// MaxStreamEventBytes bounds one backend stream event.
 	MaxStreamEventBytes int `yaml:"max_stream_event_bytes"`
+	// MaxHeaderBytes bounds the request line plus headers (414/431 beyond).
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxConnections bounds concurrent client connections.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxBufferedBodyBytes bounds the request bodies held in memory by all
+	// requests together; a request that would exceed it waits briefly,
+	// then gets 503.
+	MaxBufferedBodyBytes int64 `yaml:"max_buffered_body_bytes"`
+	// MaxJSONDepth and MaxJSONValues bound a JSON request body's nesting
+	// and its number of values (400 beyond), checked natively before any
+	// plugin sees the body.
+	MaxJSONDepth  int `yaml:"max_json_depth"`
+	MaxJSONValues int `yaml:"max_json_values"`
 }
 
 // Timeouts bound each phase of a request.
@@ -66,6 +85,10 @@ type Timeouts struct {
 	QueueWait Duration `yaml:"queue_wait"`
 	// Connect bounds dialing a backend.
 	Connect Duration `yaml:"connect"`
+	// HeaderRead bounds receiving a request's headers (408 beyond).
+	HeaderRead Duration `yaml:"header_read"`
+	// BodyRead bounds receiving a request's body (408 beyond).
+	BodyRead Duration `yaml:"body_read"`
 }
 
 // Discovery controls backend probing.
@@ -77,6 +100,24 @@ type Discovery struct {
 // Log controls logging.
 type Log struct {
 	Level string `yaml:"level"` // debug, info, warn, error
+}
+
+// Errors controls what clients see of failures.
+type Errors struct {
+	// BackendMessages is "passthrough" (a backend's own structured error
+	// message reaches the client, bounded in length) or "generic" (clients
+	// get a generic message; the backend's text stays in the log).
+	BackendMessages string `yaml:"backend_messages"`
+}
+
+// Metrics controls the Prometheus endpoint.
+type Metrics struct {
+	// Listen, when set, serves /metrics on this address only (not on the
+	// API listener).
+	Listen string `yaml:"listen"`
+	// Key, when set, is required as "Authorization: Bearer <key>" on
+	// /metrics.
+	Key string `yaml:"key"`
 }
 
 // Duration is a time.Duration written as "30s", "5m".
@@ -106,15 +147,23 @@ func Default() *Config {
 		Listen:  "127.0.0.1:8080",
 		Plugins: "plugins.yaml",
 		Limits: Limits{
-			MaxBodyBytes:        16 << 20,
-			MaxStreamEventBytes: 1 << 20,
+			MaxBodyBytes:         16 << 20,
+			MaxStreamEventBytes:  1 << 20,
+			MaxHeaderBytes:       8 << 10,
+			MaxConnections:       10000,
+			MaxBufferedBodyBytes: 512 << 20,
+			MaxJSONDepth:         128,
+			MaxJSONValues:        1 << 20,
 		},
 		Timeouts: Timeouts{
 			Request:    Duration(10 * time.Minute),
 			StreamIdle: Duration(5 * time.Minute),
 			QueueWait:  Duration(30 * time.Second),
 			Connect:    Duration(5 * time.Second),
+			HeaderRead: Duration(10 * time.Second),
+			BodyRead:   Duration(60 * time.Second),
 		},
+		Errors:    Errors{BackendMessages: "passthrough"},
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
 		dir:       ".",
@@ -147,6 +196,9 @@ func Parse(b []byte, dir string) (*Config, error) {
 		if c.Backends[i].MaxConcurrent == 0 {
 			c.Backends[i].MaxConcurrent = 16
 		}
+		if c.Backends[i].IdleConnTimeout == 0 {
+			c.Backends[i].IdleConnTimeout = Duration(4 * time.Second)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -173,14 +225,19 @@ func (c *Config) Validate() error {
 			add("%s.name: duplicate %q", key, b.Name)
 		}
 		names[b.Name] = true
-		if b.Engine != "vllm" && b.Engine != "ollama" {
-			add("%s.engine: %q is not one of vllm, ollama", key, b.Engine)
+		// Which engines exist depends on the loaded adapter plugins; the
+		// gateway checks that once plugins are loaded (and on reload).
+		if !validEngine(b.Engine) {
+			add("%s.engine: %q must be an adapter format name (lower-case letters, digits, - or _)", key, b.Engine)
 		}
 		if u, err := url.Parse(b.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("%s.url: %q is not an http(s) URL", key, b.URL)
 		}
 		if b.MaxConcurrent < 1 {
 			add("%s.max_concurrent: must be >= 1", key)
+		}
+		if b.IdleConnTimeout < 0 {
+			add("%s.idle_conn_timeout: must be positive", key)
 		}
 	}
 	if c.Limits.MaxBodyBytes < 1024 {
@@ -189,11 +246,37 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxStreamEventBytes < 1024 {
 		add("limits.max_stream_event_bytes: must be >= 1024")
 	}
+	if c.Limits.MaxHeaderBytes < 1024 || c.Limits.MaxHeaderBytes > 1<<20 {
+		add("limits.max_header_bytes: must be between 1024 and 1048576")
+	}
+	if c.Limits.MaxConnections < 1 {
+		add("limits.max_connections: must be >= 1")
+	}
+	if c.Limits.MaxBufferedBodyBytes < int64(c.Limits.MaxBodyBytes) {
+		add("limits.max_buffered_body_bytes: must be >= limits.max_body_bytes")
+	}
+	if c.Limits.MaxJSONDepth < 8 || c.Limits.MaxJSONDepth > 10000 {
+		add("limits.max_json_depth: must be between 8 and 10000")
+	}
+	if c.Limits.MaxJSONValues < 1000 {
+		add("limits.max_json_values: must be >= 1000")
+	}
+	switch c.Errors.BackendMessages {
+	case "passthrough", "generic":
+	default:
+		add("errors.backend_messages: %q is not one of passthrough, generic", c.Errors.BackendMessages)
+	}
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			add("metrics.listen: %q is not host:port", c.Metrics.Listen)
+		}
+	}
 	for _, d := range []struct {
 		k string
 		v Duration
 	}{{"timeouts.request", c.Timeouts.Request}, {"timeouts.stream_idle", c.Timeouts.StreamIdle},
 		{"timeouts.queue_wait", c.Timeouts.QueueWait}, {"timeouts.connect", c.Timeouts.Connect},
+		{"timeouts.header_read", c.Timeouts.HeaderRead}, {"timeouts.body_read", c.Timeouts.BodyRead},
 		{"discovery.interval", c.Discovery.Interval}, {"discovery.timeout", c.Discovery.Timeout}} {
 		if d.v <= 0 {
 			add("%s: must be positive", d.k)
@@ -205,6 +288,18 @@ func (c *Config) Validate() error {
 		add("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
 	}
 	return errors.Join(errs...)
+}
+
+func validEngine(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // PluginsPath resolves Plugins against the config file's directory.
