@@ -5,11 +5,14 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -69,13 +72,18 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 			addr += ":80"
 		}
 	}
+	idle := bc.IdleConnTimeout.D()
+	if idle <= 0 {
+		idle = DefaultIdleConnTimeout
+	}
 	mk := func(stream bool) *fasthttp.HostClient {
 		hc := &fasthttp.HostClient{
 			Addr:                          addr,
 			IsTLS:                         tls,
 			Name:                          "mindrouter",
 			MaxConns:                      bc.MaxConcurrent + 8,
-			MaxIdleConnDuration:           90 * time.Second,
+			MaxIdleConnDuration:           idle,
+			MaxIdemponentCallAttempts:     2,
 			DisableHeaderNamesNormalizing: false,
 			NoDefaultUserAgentHeader:      true,
 			StreamResponseBody:            stream,
@@ -84,6 +92,7 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 				return fasthttp.DialTimeout(a, t.Connect.D())
 			},
 		}
+		hc.RetryIfErr = retryStale(hc)
 		if stream {
 			hc.ReadTimeout = t.StreamIdle.D()
 		}
@@ -125,17 +134,51 @@ func (b *Backend) InFlight() int64 { return b.inflight.Load() }
 // Capacity is max_concurrent.
 func (b *Backend) Capacity() int { return cap(b.slots) }
 
+// Routable reports whether requests may go to b now: the last discovery
+// round found it healthy and an adapter plugin serves its engine.
+func (b *Backend) Routable() bool {
+	return b.status.Load().Healthy && b.adapter.Load() != nil
+}
+
+// LoadShare is the in-flight share of capacity, in-flight / max_concurrent.
+func (b *Backend) LoadShare() float64 {
+	return float64(b.inflight.Load()) / float64(cap(b.slots))
+}
+
 // ErrQueueTimeout reports that no slot freed up within the queue wait.
 var ErrQueueTimeout = errors.New("backend: no free slot before the queue deadline")
+
+// TryAcquire takes a concurrency slot if one is free, without waiting.
+// Release returns it.
+func (b *Backend) TryAcquire() bool {
+	select {
+	case b.slots <- struct{}{}:
+		b.inflight.Add(1)
+		return true
+	default:
+		return false
+	}
+}
 
 // Acquire takes a concurrency slot, waiting at most wait. The common case,
 // a free slot, costs one channel send and no timer.
 func (b *Backend) Acquire(wait time.Duration) error {
-	select {
-	case b.slots <- struct{}{}:
-		b.inflight.Add(1)
+	return b.AcquireContext(context.Background(), wait)
+}
+
+// AcquireContext takes a concurrency slot, waiting at most wait and no
+// longer than ctx lives. It returns nil (Release returns the slot),
+// ErrQueueTimeout, or ctx.Err(); on error it holds nothing. The common
+// case, a free slot, costs one channel send, no timer and no allocation.
+func (b *Backend) AcquireContext(ctx context.Context, wait time.Duration) error {
+	if b.TryAcquire() {
 		return nil
-	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if wait <= 0 {
+		return ErrQueueTimeout
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -145,28 +188,79 @@ func (b *Backend) Acquire(wait time.Duration) error {
 		return nil
 	case <-t.C:
 		return ErrQueueTimeout
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
-// Release returns a slot taken by Acquire.
+// Release returns a slot taken by Acquire, AcquireContext or TryAcquire.
 func (b *Backend) Release() {
 	b.inflight.Add(-1)
 	<-b.slots
 }
 
-// Do sends req and reads the whole response, within timeout.
+// DefaultIdleConnTimeout is the pooled-connection idle limit of a backend
+// whose configuration names none (config.Parse applies the same default).
+const DefaultIdleConnTimeout = 4 * time.Second
+
+// Do sends req and reads the whole response, within timeout. A request
+// that fails on a connection the backend had already closed is retried
+// once on a fresh connection (see retryStale).
 func (b *Backend) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	return b.client.DoTimeout(req, resp, timeout)
 }
 
 // DoStream sends req and returns once the response headers are read; the
-// caller reads resp.BodyStream() and must call resp.CloseBodyStream.
+// caller reads resp.BodyStream() and must call resp.CloseBodyStream. Stale
+// connections are retried as by Do.
 func (b *Backend) DoStream(req *fasthttp.Request, resp *fasthttp.Response) error {
 	return b.stream.Do(req, resp)
 }
 
-// serves reports whether the backend currently offers model.
-func (s *Status) serves(model string) bool {
+// retryStale is hc's RetryIfErr. A pooled keep-alive connection may have
+// been closed by the backend while idle (uvicorn, under vLLM, closes after
+// 5 s; a restarted backend drops them all); the request then fails before
+// any response byte arrives. Such a request, POST included, is retried
+// exactly once, after dropping every idle connection so the retry dials a
+// fresh one rather than taking the next dead connection from the pool
+// (only a connection released concurrently by a request that just used
+// it can be picked up instead, and that one is live). Never retried: a
+// timeout, an error after response bytes arrived (the backend may be
+// generating), a dial error (fasthttp does not offer those for retry), a
+// request with a body stream (fasthttp cannot replay it).
+func retryStale(hc *fasthttp.HostClient) fasthttp.RetryIfErrFunc {
+	return func(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
+		if attempts != 1 || !staleConnErr(err) {
+			return false, false
+		}
+		hc.CloseIdleConnections()
+		return false, true
+	}
+}
+
+// staleConnErr reports whether err, from one fasthttp round trip, means
+// the connection failed before the backend sent any response byte.
+func staleConnErr(err error) bool {
+	var te interface{ Timeout() bool }
+	if err == nil || errors.As(err, &te) && te.Timeout() {
+		return false
+	}
+	// fasthttp reports every non-timeout failure to read the first byte of
+	// the response head (EOF, connection reset) as exactly io.EOF; a failure
+	// after bytes arrived comes wrapped ("error when reading response
+	// headers: ...", body errors) and is not retried.
+	if err == io.EOF || err == fasthttp.ErrConnectionClosed {
+		return true
+	}
+	// The request is written in full before anything is read, so a write
+	// error (broken pipe, reset) means no response byte can have arrived.
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write"
+}
+
+// Serves reports whether the backend currently offers model (as far as
+// the last successful discovery knows).
+func (s *Status) Serves(model string) bool {
 	_, ok := s.Models[model]
 	return ok
 }
@@ -203,7 +297,7 @@ func (r *Registry) Pick(model string) (*Backend, error) {
 	known := false
 	for _, b := range r.backends {
 		st := b.status.Load()
-		if !st.serves(model) {
+		if !st.Serves(model) {
 			continue
 		}
 		known = true
@@ -226,13 +320,17 @@ func (r *Registry) Pick(model string) (*Backend, error) {
 		fmt.Sprintf("the model %q does not exist or is not served by any backend", model))
 }
 
-// Models lists every model some backend serves, sorted, with the largest
-// known context length.
+// Models lists the models that some routable backend (healthy, with an
+// adapter loaded) serves, sorted, with the largest known context length.
+// A dead backend's models leave the list, although Pick keeps answering
+// 503 rather than 404 for them.
 func (r *Registry) Models() canon.ModelList {
 	seen := map[string]*canon.Model{}
 	for _, b := range r.backends {
-		st := b.status.Load()
-		for name, m := range st.Models {
+		if !b.Routable() {
+			continue
+		}
+		for name, m := range b.status.Load().Models {
 			e, ok := seen[name]
 			if !ok {
 				e = &canon.Model{ID: name, OwnedBy: "mindrouter"}
@@ -249,4 +347,44 @@ func (r *Registry) Models() canon.ModelList {
 	}
 	sort.Slice(list.Models, func(i, j int) bool { return list.Models[i].ID < list.Models[j].ID })
 	return list
+}
+
+// Serving reports whether at least one routable backend (healthy, with an
+// adapter loaded) serves at least one model: whether the gateway can
+// answer any chat request now. It does not allocate.
+func (r *Registry) Serving() bool {
+	for _, b := range r.backends {
+		if b.Routable() && len(b.status.Load().Models) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckEngines reports every backend whose configured engine is not among
+// formats, the formats of the loaded adapter plugins; nil when each has
+// one. The gateway calls it once plugins are loaded (and after a reload).
+func (r *Registry) CheckEngines(formats map[string]bool) error {
+	var errs []error
+	for _, b := range r.backends {
+		if !formats[b.Engine] {
+			errs = append(errs, fmt.Errorf("backend %q: engine %q has no loaded adapter plugin (adapter formats: %s)",
+				b.Name, b.Engine, formatList(formats)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func formatList(formats map[string]bool) string {
+	var l []string
+	for f, ok := range formats {
+		if ok {
+			l = append(l, f)
+		}
+	}
+	if len(l) == 0 {
+		return "none"
+	}
+	sort.Strings(l)
+	return strings.Join(l, ", ")
 }

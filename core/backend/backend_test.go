@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,10 +99,125 @@ func TestBackend_AcquireTimesOut(t *testing.T) {
 
 func TestRegistry_Models(t *testing.T) {
 	r := testRegistry(t)
-	setStatus(r.byName["a"], true, "z", "m")
-	setStatus(r.byName["b"], false, "m", "a")
+	a, b := r.byName["a"], r.byName["b"]
+	setStatus(a, true, "z", "m")
+	setStatus(b, true, "m", "a")
 	list := r.Models()
 	if len(list.Models) != 3 || list.Models[0].ID != "a" || list.Models[2].ID != "z" || list.Models[1].ContextLength != 4096 {
 		t.Fatalf("models = %+v", list.Models)
+	}
+
+	// b dies: its model "a" leaves the list, while Pick still says 503
+	// (unavailable), not 404, thanks to the last known model list.
+	setStatus(b, false, "m", "a")
+	list = r.Models()
+	if len(list.Models) != 2 || list.Models[0].ID != "m" || list.Models[1].ID != "z" {
+		t.Fatalf("models with b down = %+v", list.Models)
+	}
+	var ae *apierr.Error
+	if _, err := r.Pick("a"); !errors.As(err, &ae) || ae.Status != 503 || ae.Code != "backend_unavailable" {
+		t.Fatalf("Pick of a dead backend's model: %v", err)
+	}
+
+	// a loses its adapter: healthy or not, nothing can be routed to it.
+	a.adapter.Store(nil)
+	if list = r.Models(); len(list.Models) != 0 {
+		t.Fatalf("models with no adapter = %+v", list.Models)
+	}
+}
+
+func TestRegistry_Serving(t *testing.T) {
+	r := testRegistry(t)
+	a, b := r.byName["a"], r.byName["b"]
+	if r.Serving() {
+		t.Fatal("serving before discovery")
+	}
+	setStatus(a, true) // healthy, no models
+	setStatus(b, false, "m")
+	if r.Serving() {
+		t.Fatal("serving with no healthy backend offering a model")
+	}
+	setStatus(b, true, "m")
+	if !r.Serving() {
+		t.Fatal("not serving with b healthy")
+	}
+	b.adapter.Store(nil)
+	if r.Serving() {
+		t.Fatal("serving with b's adapter gone")
+	}
+}
+
+func TestRegistry_CheckEngines(t *testing.T) {
+	cfg, err := config.Parse([]byte(`backends:
+  - {name: a, engine: vllm, url: "http://127.0.0.1:1"}
+  - {name: b, engine: ollama, url: "http://127.0.0.1:2"}
+  - {name: c, engine: sglang, url: "http://127.0.0.1:3"}
+`), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckEngines(map[string]bool{"vllm": true, "ollama": true, "sglang": true}); err != nil {
+		t.Fatalf("all engines loaded: %v", err)
+	}
+	err = r.CheckEngines(map[string]bool{"vllm": true})
+	if err == nil {
+		t.Fatal("missing engines not reported")
+	}
+	msg := err.Error()
+	for _, want := range []string{`backend "b"`, `engine "ollama"`, `backend "c"`, `engine "sglang"`, "adapter formats: vllm"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, `backend "a"`) {
+		t.Errorf("error %q names backend a, whose engine is loaded", msg)
+	}
+	if err := r.CheckEngines(nil); err == nil || !strings.Contains(err.Error(), "adapter formats: none") {
+		t.Fatalf("no adapters: %v", err)
+	}
+}
+
+func TestBackend_AcquireContext(t *testing.T) {
+	r := testRegistry(t)
+	a := r.byName["a"]
+	if !a.TryAcquire() || !a.TryAcquire() {
+		t.Fatal("TryAcquire on a free backend failed")
+	}
+	if a.TryAcquire() {
+		t.Fatal("TryAcquire beyond capacity succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.AcquireContext(ctx, time.Minute) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled wait: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("cancelled wait did not return")
+	}
+	if a.InFlight() != 2 {
+		t.Fatalf("in flight %d after a cancelled wait", a.InFlight())
+	}
+	if err := a.AcquireContext(context.Background(), 0); !errors.Is(err, ErrQueueTimeout) {
+		t.Fatalf("no wait: %v", err)
+	}
+	go func() { done <- a.AcquireContext(context.Background(), time.Minute) }()
+	time.Sleep(10 * time.Millisecond)
+	a.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("wait for a released slot: %v", err)
+	}
+	a.Release()
+	a.Release()
+	if a.InFlight() != 0 {
+		t.Fatalf("in flight %d", a.InFlight())
 	}
 }
