@@ -20,7 +20,7 @@ import (
 // Discoverer probes backends through their adapters.
 type Discoverer struct {
 	reg     *Registry
-	host    *pluginhost.Host
+	plugins func() []*pluginhost.Plugin // the loaded plugins (host.Plugins)
 	log     *slog.Logger
 	timeout time.Duration
 	done    chan struct{} // closed after the first round
@@ -29,7 +29,11 @@ type Discoverer struct {
 
 // NewDiscoverer returns a Discoverer for reg's backends.
 func NewDiscoverer(reg *Registry, host *pluginhost.Host, timeout time.Duration, log *slog.Logger) *Discoverer {
-	return &Discoverer{reg: reg, host: host, log: log.With("component", "discovery"), timeout: timeout, done: make(chan struct{})}
+	return newDiscoverer(reg, host.Plugins, timeout, log)
+}
+
+func newDiscoverer(reg *Registry, plugins func() []*pluginhost.Plugin, timeout time.Duration, log *slog.Logger) *Discoverer {
+	return &Discoverer{reg: reg, plugins: plugins, log: log.With("component", "discovery"), timeout: timeout, done: make(chan struct{})}
 }
 
 // FirstRound is closed once every backend has been probed once.
@@ -65,7 +69,7 @@ func (d *Discoverer) Round(ctx context.Context) {
 
 // adapterFor finds the loaded adapter whose manifest format is engine.
 func (d *Discoverer) adapterFor(engine string) *pluginhost.Plugin {
-	for _, p := range d.host.Plugins() {
+	for _, p := range d.plugins() {
 		m := p.Manifest()
 		if m.Kind == sdk.KindAdapter && m.Format == engine {
 			return p
@@ -181,6 +185,9 @@ func (d *Discoverer) fetch(b *Backend, p sdk.Probe) (int, []byte, error) {
 		method = fasthttp.MethodGet
 	}
 	req.Header.SetMethod(method)
+	// A probe that meets a pooled connection the backend closed while idle
+	// is retried once on a fresh connection by the client (retryStale), so
+	// a stale connection never counts as a failed probe.
 	if err := b.client.DoTimeout(req, resp, d.timeout); err != nil {
 		return 0, nil, err
 	}
