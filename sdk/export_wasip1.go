@@ -86,7 +86,7 @@ func errorArea(msg string) []byte {
 	return append(r, msg...)
 }
 
-//go:wasmimport mr_v1 log
+//go:wasmimport mr_v2 log
 func hostLogImport(level uint32, ptr unsafe.Pointer, n uint32)
 
 func hostLog(level int, msg string) {

@@ -136,9 +136,12 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 			return err
 		}
 		p.out.Body = p.req.AppendJSON(p.out.Body)
-		p.out.SetMeta("model", p.req.Model)
-		p.out.SetMeta("stream", flag01(p.req.Stream))
-		p.out.SetMeta("include_usage", flag01(p.req.IncludeUsage))
+		p.out.SetMeta(abi.MetaModel, p.req.Model)
+		p.out.SetMeta(abi.MetaStream, flag01(p.req.Stream))
+		p.out.SetMeta(abi.MetaIncludeUsage, flag01(p.req.IncludeUsage))
+		if p.req.MaxTokens > 0 {
+			p.out.SetMeta(abi.MetaMaxTokens, strconv.Itoa(p.req.MaxTokens))
+		}
 	case abi.OpResponseEncode:
 		if err := p.resp.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
@@ -170,10 +173,15 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 			return err
 		}
 		p.out.Body = p.resp.AppendJSON(p.out.Body)
+		var fr canon.FinishReason
+		if len(p.resp.Choices) > 0 {
+			fr = p.resp.Choices[0].FinishReason
+		}
+		p.usageMeta(p.resp.Usage, fr)
 	case abi.OpStreamDecode:
 		return p.streamDecode(c, payload)
 	case abi.OpErrorDecode:
-		status, _ := strconv.Atoi(c.Meta("status"))
+		status, _ := strconv.Atoi(c.Meta(abi.MetaStatus))
 		p.cerr = canon.Error{}
 		if err := p.a.DecodeError(c, status, payload, &p.cerr); err != nil {
 			return err
@@ -181,7 +189,7 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 		p.out.Body = p.cerr.AppendJSON(p.out.Body)
 	case abi.OpProbeDecode:
 		p.disc = canon.Discovery{}
-		if err := p.a.DecodeProbe(c, c.Meta("probe"), payload, &p.disc); err != nil {
+		if err := p.a.DecodeProbe(c, c.Meta(abi.MetaProbe), payload, &p.disc); err != nil {
 			return err
 		}
 		p.out.Body = p.disc.AppendJSON(p.out.Body)
@@ -226,15 +234,49 @@ func (p *Plugin) streamDecode(c *Call, list []byte) error {
 	if err := p.a.DecodeStream(c, &p.state, p.events, &p.chunks); err != nil {
 		return err
 	}
+	var usage *canon.Usage
+	var fr canon.FinishReason
 	p.list = p.list[:0]
 	for i := range p.chunks {
+		if u := p.chunks[i].Usage; u != nil {
+			usage = u
+		}
+		for j := range p.chunks[i].Choices {
+			if f := p.chunks[i].Choices[j].FinishReason; f != "" && p.chunks[i].Choices[j].Index == 0 {
+				fr = f
+			}
+		}
 		n := len(p.list)
 		p.list = append(p.list, 0, 0, 0, 0)
 		p.list = p.chunks[i].AppendJSON(p.list)
 		putU32(p.list[n:], uint32(len(p.list)-n-4))
 	}
 	p.out.Body = append(p.out.Body, p.list...)
+	p.usageMeta(usage, fr)
 	return nil
+}
+
+// usageMeta reports token usage and the finish reason to the host, so it
+// learns them without parsing canonical JSON (ABI v2).
+func (p *Plugin) usageMeta(u *canon.Usage, fr canon.FinishReason) {
+	if u != nil {
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaPromptTokens, u.PromptTokens)
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaCompletionTokens, u.CompletionTokens)
+		if u.ReasoningTokens > 0 {
+			p.out.meta = appendMetaInt(p.out.meta, abi.MetaReasoningTokens, u.ReasoningTokens)
+		}
+		if u.CachedTokens > 0 {
+			p.out.meta = appendMetaInt(p.out.meta, abi.MetaCachedTokens, u.CachedTokens)
+		}
+	}
+	if fr != "" {
+		p.out.SetMeta(abi.MetaFinishReason, string(fr))
+	}
+}
+
+func appendMetaInt(dst []byte, key string, v int) []byte {
+	var b [20]byte
+	return abi.AppendMetaBytes(dst, key, strconv.AppendInt(b[:0], int64(v), 10))
 }
 
 func flag01(b bool) string {

@@ -194,3 +194,55 @@ func TestAppendSSE(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+type usageAdapter struct{ Unimplemented }
+
+func (usageAdapter) DecodeResponse(c *Call, body []byte, resp *canon.ChatResponse) error {
+	resp.Choices = []canon.Choice{{FinishReason: canon.FinishLength}}
+	resp.Usage = &canon.Usage{PromptTokens: 12, CompletionTokens: 34, ReasoningTokens: 5}
+	return nil
+}
+
+func (usageAdapter) DecodeStream(c *Call, st *State, events [][]byte, chunks *[]canon.ChatChunk) error {
+	*chunks = append(*chunks,
+		canon.ChatChunk{Choices: []canon.ChunkChoice{{FinishReason: canon.FinishToolCalls}}},
+		canon.ChatChunk{Usage: &canon.Usage{PromptTokens: 7, CompletionTokens: 9}})
+	return nil
+}
+
+// ABI v2: the host learns usage and the finish reason from result meta,
+// without parsing canonical JSON.
+func TestUsageMeta(t *testing.T) {
+	p := NewAdapter(Manifest{Name: "u"}, usageAdapter{})
+	want := func(r abi.Result, kv ...string) {
+		t.Helper()
+		for i := 0; i < len(kv); i += 2 {
+			if v, _ := abi.MetaGet(r.Meta, kv[i]); string(v) != kv[i+1] {
+				t.Errorf("meta %s = %q, want %q", kv[i], v, kv[i+1])
+			}
+		}
+	}
+	r := result(t, p.Call(abi.OpResponseDecode, call(0, nil, nil, []byte("{}"))))
+	want(r, abi.MetaPromptTokens, "12", abi.MetaCompletionTokens, "34", abi.MetaReasoningTokens, "5",
+		abi.MetaCachedTokens, "", abi.MetaFinishReason, "length")
+	r = result(t, p.Call(abi.OpStreamDecode, call(abi.FlagFirst, nil, nil, abi.AppendItem(nil, []byte("x")))))
+	want(r, abi.MetaPromptTokens, "7", abi.MetaCompletionTokens, "9", abi.MetaFinishReason, "tool_calls")
+}
+
+// Request decode repeats the requested max tokens for admission.
+func TestRequestDecodeMeta(t *testing.T) {
+	p := NewTranslator(Manifest{Name: "t"}, maxTokTranslator{})
+	r := result(t, p.Call(abi.OpRequestDecode, call(0, nil, nil, []byte("x"))))
+	for k, v := range map[string]string{abi.MetaModel: "m\x00stream\x001", abi.MetaStream: "1", abi.MetaIncludeUsage: "0", abi.MetaMaxTokens: "256"} {
+		if got, _ := abi.MetaGet(r.Meta, k); string(got) != v {
+			t.Errorf("meta %s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+type maxTokTranslator struct{ Unimplemented }
+
+func (maxTokTranslator) DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error {
+	req.Model, req.Stream, req.MaxTokens = "m\x00stream\x001", true, 256
+	return nil
+}

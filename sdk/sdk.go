@@ -58,12 +58,58 @@ const (
 	FramingNDJSON Framing = "ndjson" // one JSON value per line
 )
 
+// Endpoint is the kind of work a route does. The host's request pipeline
+// is the same for every kind; the kind says which ops a request of the
+// route calls (see the package doc of abi) and which adapter capability it
+// needs. A route's Name is free; its Kind is one of these.
+type Endpoint string
+
+// Endpoint kinds. KindChat and KindModels are served today; the others are
+// reserved names for the ops that later SDK minor versions add (a plugin
+// declaring one the host does not serve gets 404 for that route).
+const (
+	EndpointChat       Endpoint = "chat"       // request_decode, request_encode, response/stream decode+encode, error ops
+	EndpointCompletion Endpoint = "completion" // legacy text completion
+	EndpointEmbedding  Endpoint = "embedding"
+	EndpointRerank     Endpoint = "rerank"
+	EndpointScore      Endpoint = "score"
+	EndpointTokenize   Endpoint = "tokenize"
+	EndpointModels     Endpoint = "models"    // models_encode only; no body, no backend call
+	EndpointResponses  Endpoint = "responses" // OpenAI Responses
+)
+
 // Route is an HTTP route a translator serves.
 type Route struct {
-	Name              string `json:"name"`   // "chat", "models", ...: passed to the plugin as meta "route"
-	Method            string `json:"method"` // GET, POST
-	Path              string `json:"path"`
-	StreamContentType string `json:"stream_content_type,omitempty"`
+	Name string `json:"name"` // passed to the plugin as meta "route"
+	// Kind is the endpoint kind; empty means the Name (ABI v1 manifests
+	// named routes "chat" and "models").
+	Kind              Endpoint `json:"kind,omitempty"`
+	Method            string   `json:"method"` // GET, POST
+	Path              string   `json:"path"`
+	StreamContentType string   `json:"stream_content_type,omitempty"`
+	// Routing says where the routing fields live in the route's JSON body,
+	// so the host can read them natively before any plugin call.
+	Routing *Routing `json:"routing,omitempty"`
+}
+
+// EndpointKind returns Kind, or Name for a route that declares none.
+func (r Route) EndpointKind() Endpoint {
+	if r.Kind != "" {
+		return r.Kind
+	}
+	return Endpoint(r.Name)
+}
+
+// Routing locates a route's routing fields in its JSON request body as
+// dotted object-key paths from the top-level object ("model",
+// "stream_options.include_usage"). An empty path means the dialect has no
+// such field.
+type Routing struct {
+	Model        string   `json:"model,omitempty"`
+	Stream       string   `json:"stream,omitempty"`
+	StreamByDflt bool     `json:"stream_default,omitempty"` // stream when the field is absent (Ollama)
+	IncludeUsage string   `json:"include_usage,omitempty"`
+	MaxTokens    []string `json:"max_tokens,omitempty"` // the first present wins
 }
 
 // Probe is a backend endpoint the gateway polls through an adapter.
@@ -226,8 +272,8 @@ type Output struct {
 	meta []byte
 }
 
-// SetMeta records one metadata pair for the host (e.g. "path", "status",
-// "content-type").
+// SetMeta records one metadata pair for the host (abi.MetaPath,
+// abi.MetaStatus, abi.MetaContentType, ...).
 func (o *Output) SetMeta(key, value string) { o.meta = abi.AppendMeta(o.meta, key, value) }
 
 // State is a stream's opaque state blob. In holds what the previous call of

@@ -35,7 +35,7 @@ func TestBrokenPluginContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	var y strings.Builder
-	fmt.Fprintf(&y, "abi: 1\ncache_dir: %s\nplugins:\n", cache)
+	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", cache)
 	for _, p := range testutil.Plugins {
 		fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s, mode: trusted}\n", p.Name, p.Kind, filepath.Join(plugins.Dir, p.Name+".wasm"))
 	}

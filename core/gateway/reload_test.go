@@ -40,7 +40,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	}
 	yamlPath := filepath.Join(dir, "plugins.yaml")
 	writeYAML := func(openaiPath, openaiConfig string) {
-		y := fmt.Sprintf(`abi: 1
+		y := fmt.Sprintf(`abi: 2
 cache_dir: %s
 plugins:
   - {name: openai, kind: translator, path: %s, mode: trusted, config: %s}

@@ -12,7 +12,7 @@ import (
 
 func TestLoadConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plugins.yaml")
-	yaml := `abi: 1
+	yaml := `abi: 2
 cache_dir: .cache/wazero
 plugins:
   - name: openai
@@ -34,7 +34,7 @@ plugins:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ABI != 1 || c.CacheDir != ".cache/wazero" || c.Path != path || len(c.Plugins) != 2 {
+	if c.ABI != 2 || c.CacheDir != ".cache/wazero" || c.Path != path || len(c.Plugins) != 2 {
 		t.Fatalf("config %+v", c)
 	}
 	o := c.Plugins[0]
@@ -59,19 +59,19 @@ func TestParseConfig_Errors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown top-level key", "abi: 1\nplugin: []\n", []string{"field plugin not found"}},
-		{"unknown plugin key", "abi: 1\nplugins:\n  - {name: a, kind: adapter, path: a.wasm, timeout: 3}\n", []string{"field timeout not found"}},
-		{"unknown limits key", "abi: 1\nplugins:\n  - {name: a, kind: adapter, path: a.wasm, limits: {memory: 3}}\n", []string{"field memory not found"}},
+		{"unknown top-level key", "abi: 2\nplugin: []\n", []string{"field plugin not found"}},
+		{"unknown plugin key", "abi: 2\nplugins:\n  - {name: a, kind: adapter, path: a.wasm, timeout: 3}\n", []string{"field timeout not found"}},
+		{"unknown limits key", "abi: 2\nplugins:\n  - {name: a, kind: adapter, path: a.wasm, limits: {memory: 3}}\n", []string{"field memory not found"}},
 		{"empty", "", []string{"empty config"}},
-		{"every problem", `abi: 2
+		{"every problem", `abi: 1
 plugins:
   - {name: "Bad Name", kind: filter, path: "", sha256: xyz, mode: fast, limits: {memory_mb: 1}, pool: {min: 5, max: 2}}
   - {name: dup, kind: adapter, path: a.wasm}
   - {name: dup, kind: adapter, path: b.wasm}
-`, []string{"abi: must be 1, got 2", "name: must match", `kind: must be translator or adapter, got "filter"`,
+`, []string{"abi: must be 2, got 1", "name: must match", `kind: must be translator or adapter, got "filter"`,
 			"path: required", "sha256: must be 64 hex digits", `mode: must be strict or trusted, got "fast"`,
 			"limits.memory_mb: 1 out of range", "pool: min 5 > max 2", `duplicate name "dup"`}},
-		{"config with non-string keys", "abi: 1\nplugins:\n  - name: a\n    kind: adapter\n    path: a.wasm\n    config: {1: x}\n", nil},
+		{"config with non-string keys", "abi: 2\nplugins:\n  - name: a\n    kind: adapter\n    path: a.wasm\n    config: {1: x}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

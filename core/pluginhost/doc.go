@@ -9,7 +9,7 @@
 // isolation class, serialised host-wide and through the compilation cache
 // (wazero#2459/#2547: never compile the same bytes concurrently); check the
 // exports and their exact signatures (_initialize, mr_abi_version,
-// mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v1.log
+// mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v2.log
 // and the WASI functions the Go runtime needs; no path_open, no sockets);
 // instantiate one instance, check mr_abi_version (major 1, minor ≤ ours),
 // mr_init with the plugin's config as JSON, validate the manifest (name,
@@ -109,7 +109,7 @@
 // (WithMemoryLimitPages: an allocation past it makes the Go runtime throw,
 // a trap); crypto/rand as the random source (per-instance map seeds); real
 // wall and monotonic clocks; nanosleep a no-op (a guest cannot park a
-// gateway goroutine); stdout, stderr and mr_v1.log go to a per-plugin log
+// gateway goroutine); stdout, stderr and mr_v2.log go to a per-plugin log
 // limited to 20 lines/s (dropped lines are counted); anonymous module
 // names; _initialize as the start function. Inputs above state_max_kb or
 // max_payload_mb are refused (ErrTooLarge), results above them rejected.

@@ -44,7 +44,7 @@ func TestNew_Refuses(t *testing.T) {
 		pc   PluginConfig
 		want string
 	}{
-		{"abi2", plugin("x", "abi2", "translator", ModeTrusted), "plugin speaks ABI 2.0, host speaks 1.0"},
+		{"abi2", plugin("x", "abi2", "translator", ModeTrusted), "plugin speaks ABI 3.0, host speaks 2.0"},
 		{"noexport", plugin("x", "noexport", "translator", ModeTrusted), `missing export "mr_call"`},
 		{"fsimport", plugin("x", "fsimport", "translator", ModeTrusted), "forbidden import wasi_snapshot_preview1.path_open"},
 		{"kind", plugin("x", "good", "adapter", ModeTrusted), `kind "translator", plugins.yaml says "adapter"`},
@@ -61,7 +61,7 @@ func TestNew_Refuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := &Config{ABI: 1, CacheDir: cacheDir, Plugins: []PluginConfig{tt.pc}}
+			cfg := &Config{ABI: 2, CacheDir: cacheDir, Plugins: []PluginConfig{tt.pc}}
 			h, err := New(context.Background(), cfg, testDir, testLogger(t))
 			if err == nil {
 				h.Close(context.Background())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 	"sort"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -26,7 +27,7 @@ type Inspection struct {
 func Inspect(ctx context.Context, wasm []byte, cacheDir string) (Inspection, error) {
 	sum := sha256.Sum256(wasm)
 	ins := Inspection{SHA256: hex.EncodeToString(sum[:]), Size: len(wasm)}
-	h, err := New(ctx, &Config{ABI: 1, CacheDir: cacheDir}, "", nil)
+	h, err := New(ctx, &Config{ABI: abi.VersionMajor, CacheDir: cacheDir}, "", nil)
 	if err != nil {
 		return ins, err
 	}

@@ -263,7 +263,7 @@ func TestVersion_Call_Limits(t *testing.T) {
 type countHandler struct {
 	mu     sync.Mutex
 	counts map[string]int
-	reqIDs map[string]int // req_id values of mr_v1.log lines
+	reqIDs map[string]int // req_id values of mr_v2.log lines
 }
 
 func (c *countHandler) Enabled(context.Context, slog.Level) bool { return true }
@@ -291,7 +291,7 @@ func (c *countHandler) Handle(_ context.Context, r slog.Record) error {
 
 func TestPlugin_Log(t *testing.T) {
 	ch := &countHandler{counts: map[string]int{}, reqIDs: map[string]int{}}
-	cfg := &Config{ABI: 1, CacheDir: cacheDir, Plugins: []PluginConfig{plugin("bad", "bad", "translator", ModeTrusted)}}
+	cfg := &Config{ABI: 2, CacheDir: cacheDir, Plugins: []PluginConfig{plugin("bad", "bad", "translator", ModeTrusted)}}
 	h, err := New(context.Background(), cfg, testDir, slog.New(ch))
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +319,6 @@ func TestPlugin_Log(t *testing.T) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.counts["log"] > 0 && ch.reqIDs["0000000000000abc"] != ch.counts["log"] {
-		t.Errorf("mr_v1.log lines carry req_id %v, want 0000000000000abc on all %d", ch.reqIDs, ch.counts["log"])
+		t.Errorf("mr_v2.log lines carry req_id %v, want 0000000000000abc on all %d", ch.reqIDs, ch.counts["log"])
 	}
 }

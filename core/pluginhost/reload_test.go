@@ -47,7 +47,7 @@ func (d *reloadDir) write(name string, b []byte) {
 }
 
 func (d *reloadDir) config(yaml string) string {
-	d.write("plugins.yaml", []byte("abi: 1\ncache_dir: "+cacheDir+"\nplugins:\n"+yaml))
+	d.write("plugins.yaml", []byte("abi: 2\ncache_dir: "+cacheDir+"\nplugins:\n"+yaml))
 	return filepath.Join(d.dir, "plugins.yaml")
 }
 

@@ -138,7 +138,7 @@ type rtClass struct {
 
 // newRuntime builds the Runtime of one class with the host modules plugins
 // link against: WASI preview 1 (the allowlist above is enforced before
-// instantiation) and mr_v1.
+// instantiation) and mr_v2.
 func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error) {
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(c.strict).
@@ -188,7 +188,7 @@ const (
 	maxLogLine        = 2048
 )
 
-// logSink is a plugin's log: guest stdout, stderr and mr_v1.log lines, at
+// logSink is a plugin's log: guest stdout, stderr and mr_v2.log lines, at
 // most logLinesPerSecond per plugin; the rest are counted and dropped.
 type logSink struct {
 	logger  *slog.Logger // already carries plugin=<name>
@@ -273,7 +273,7 @@ func reqIDAttr(id uint64) slog.Attr {
 	return slog.String("req_id", string(b[:]))
 }
 
-// hostLog implements mr_v1.log(level, ptr, len). The sink is found by the
+// hostLog implements mr_v2.log(level, ptr, len). The sink is found by the
 // calling module (registered when the instance is created) or, during
 // _initialize, by the context InstantiateModule was given.
 func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {

@@ -249,7 +249,7 @@ func (v *Version) instantiate(ctx context.Context, manifest bool) (*instance, []
 		call: mod.ExportedFunction(abi.ExportCall), buf: mod.ExportedFunction(abi.ExportBuf)}
 	// One context per instance for all its calls; the timekeeper cancels
 	// it when a strict call overruns, and the instance is then discarded.
-	// The instance rides in the context too, so mr_v1.log lines can name
+	// The instance rides in the context too, so mr_v2.log lines can name
 	// the request the instance is serving.
 	base := context.WithValue(context.WithValue(context.Background(), sinkKey{}, v.sink), instanceKey{}, in)
 	in.ctx, in.cancel = context.WithCancel(base)

@@ -1,6 +1,8 @@
 package ollama
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -20,7 +22,7 @@ const (
 // the probe, and an absent status is taken as success except by the health
 // probe, which exists to report exactly that.
 func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.Discovery) error {
-	status := c.Meta("status")
+	status := c.Meta(abi.MetaStatus)
 	ok := status == ""
 	if !ok {
 		n, err := strconv.Atoi(status)

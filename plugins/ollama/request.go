@@ -1,6 +1,8 @@
 package ollama
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"bytes"
 	"strconv"
 	"strings"
@@ -53,9 +55,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	}
 	b = appendOptions(b, req)
 	out.Body = append(b, '}')
-	out.SetMeta("path", "/api/chat")
-	out.SetMeta("method", "POST")
-	out.SetMeta("content-type", "application/json")
+	out.SetMeta(abi.MetaPath, "/api/chat")
+	out.SetMeta(abi.MetaMethod, "POST")
+	out.SetMeta(abi.MetaContentType, "application/json")
 	return nil
 }
 

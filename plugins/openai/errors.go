@@ -2,6 +2,7 @@ package openai
 
 import (
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
@@ -56,8 +57,14 @@ func styleOf(t canon.ErrorType, status int) errorStyle {
 }
 
 // EncodeError writes {"error":{"message","type","param","code"}}. The HTTP
-// status is left as the host set it.
+// status is left as the host set it. Ending an open stream (meta stream =
+// "1"), the body goes out as one SSE data event, which the openai SDKs
+// raise as an APIError; no [DONE] follows, so the stream reads as cut.
 func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) error {
+	stream := c.Meta(abi.MetaStream) == "1"
+	if stream {
+		out.Body = append(out.Body, "data: "...)
+	}
 	st := styleOf(e.Type, e.Status)
 	msg, code := e.Message, e.Code
 	if msg == "" {
@@ -75,6 +82,9 @@ func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) e
 	b = append(b, `,"code":`...)
 	b = stringOrNull(b, code)
 	out.Body = append(b, "}}"...)
+	if stream {
+		out.Body = append(out.Body, "\n\n"...)
+	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -17,9 +19,9 @@ type header struct {
 }
 
 func (h *header) read(c *sdk.Call, id, model string, created int64) {
-	h.id, _ = c.MetaBytes("id")
-	h.model, _ = c.MetaBytes("model")
-	h.created, _ = c.MetaBytes("created")
+	h.id, _ = c.MetaBytes(abi.MetaID)
+	h.model, _ = c.MetaBytes(abi.MetaModel)
+	h.created, _ = c.MetaBytes(abi.MetaCreated)
 	if !isDigits(h.created) {
 		h.created = nil
 	}

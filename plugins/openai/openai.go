@@ -29,8 +29,12 @@ func Manifest() sdk.Manifest {
 		Kind:    sdk.KindTranslator,
 		Format:  "openai",
 		Routes: []sdk.Route{
-			{Name: RouteChat, Method: "POST", Path: "/v1/chat/completions", StreamContentType: "text/event-stream"},
-			{Name: RouteModels, Method: "GET", Path: "/v1/models"},
+			{Name: RouteChat, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/chat/completions",
+				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
+					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
+					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
+				}},
+			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
 		},
 		StateVersion: stateVersion,
 	}

@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -84,7 +86,7 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 
 // DecodeRequest parses a Chat Completions request body into req.
 func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequest) error {
-	if route, ok := c.MetaBytes("route"); ok && len(route) > 0 && string(route) != RouteChat {
+	if route, ok := c.MetaBytes(abi.MetaRoute); ok && len(route) > 0 && string(route) != RouteChat {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
 	// fastjson's parser is lenient (bad escapes, odd numbers); its validator

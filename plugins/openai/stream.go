@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
@@ -28,7 +30,7 @@ func (t *Translator) EncodeStream(c *sdk.Call, st *sdk.State, chunks []canon.Cha
 	if !s.done {
 		var h header
 		h.read(c, "", "", 0)
-		inc, _ := c.MetaBytes("include_usage")
+		inc, _ := c.MetaBytes(abi.MetaIncludeUsage)
 		usage := string(inc) == "1"
 		for i := range chunks {
 			t.encodeChunk(&h, &s, &chunks[i], usage, out)

@@ -1,6 +1,8 @@
 package vllm
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"bytes"
 	"math"
 	"strconv"
@@ -23,7 +25,7 @@ const (
 // status (a caller that does not say) is taken as success except by the
 // health probe, which exists to report exactly that.
 func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.Discovery) error {
-	status := c.Meta("status")
+	status := c.Meta(abi.MetaStatus)
 	ok := status == "" || is2xx(status)
 	switch probe {
 	case probeHealth:

@@ -1,6 +1,8 @@
 package vllm
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -208,9 +210,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	}
 	w.EndObj()
 	out.Body = w.B
-	out.SetMeta("path", "/v1/chat/completions")
-	out.SetMeta("method", "POST")
-	out.SetMeta("content-type", "application/json")
+	out.SetMeta(abi.MetaPath, "/v1/chat/completions")
+	out.SetMeta(abi.MetaMethod, "POST")
+	out.SetMeta(abi.MetaContentType, "application/json")
 	return nil
 }
 

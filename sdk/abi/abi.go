@@ -1,4 +1,4 @@
-// Package abi is MindRouter's plugin ABI, version 1: the names, numbers and
+// Package abi is MindRouter's plugin ABI, version 2: the names, numbers and
 // byte layouts shared by the gateway (host) and a plugin (guest). It imports
 // only the standard library so both sides, and third-party hosts or guests,
 // can use it.
@@ -20,12 +20,20 @@
 //	mr_call(op i32, in_len i32) -> i64 one unit of work; input laid out as a call header
 //	                                  followed by [state][meta][payload]; returns a packed result
 //
-// and may import only module "mr_v1" (this ABI's major version: a host that
-// does not speak v1 fails at link time with a clear error) and the
+// and may import only module "mr_v2" (this ABI's major version: a host that
+// does not speak v2 fails at link time with a clear error) and the
 // wasi_snapshot_preview1 functions the Go runtime needs. The host rejects any
 // other import before instantiating.
 //
-//	mr_v1.log(level i32, ptr i32, len i32)   one log line (slog level numbers)
+//	mr_v2.log(level i32, ptr i32, len i32)   one log line (slog level numbers)
+//
+// # Changes from v1
+//
+// v2 makes metadata length-prefixed (v1's key\0value\0 let a client put a
+// NUL in a routed field, such as a model name, and forge the pairs after
+// it), names every meta key in this package (Meta* constants), adds the
+// usage and finish-reason meta of OpResponseDecode and OpStreamDecode, and
+// has OpErrorEncode frame mid-stream errors itself (meta "stream" = "1").
 //
 // # Packed results
 //
@@ -42,7 +50,7 @@
 //	u32 header_size   = HeaderSize; lets 1.x append fields
 //	u32 flags         FlagFirst, FlagEnd
 //	u32 state_len     per-stream state blob, owned by the host between calls
-//	u32 meta_len      key\0value\0 pairs (see AppendMeta)
+//	u32 meta_len      length-prefixed key/value pairs (see AppendMeta)
 //	u32 payload_len   the body, or a list of u32-length-prefixed items
 //	u32 reserved
 //	u64 request_id    for log correlation only
@@ -67,16 +75,16 @@ import (
 	"errors"
 )
 
-// ABI version 1.0.
+// ABI version 2.0.
 const (
-	VersionMajor = 1
+	VersionMajor = 2
 	VersionMinor = 0
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
 // Module, export and import names.
 const (
-	ImportModule     = "mr_v1"
+	ImportModule     = "mr_v2"
 	ImportLog        = "log"
 	ExportInitialize = "_initialize"
 	ExportABIVersion = "mr_abi_version"
@@ -96,23 +104,28 @@ const (
 // and a backend's wire format.
 type Op uint32
 
-// Translator ops.
+// Translator ops. Every translator op gets meta MetaRoute (the route's
+// name) and MetaKind (its endpoint kind).
 const (
-	// OpRequestDecode: payload = client request body; meta "route" = route
-	// name from the manifest. Output payload = canonical request JSON; output
-	// meta "model", "stream" and "include_usage" ("1" or "0") repeat the
-	// fields the host routes on, so it need not parse the payload (the SDK
-	// sets them).
+	// OpRequestDecode: payload = client request body. Output payload =
+	// canonical request JSON; output meta MetaModel, MetaStream and
+	// MetaIncludeUsage ("1" or "0"), and MetaMaxTokens when the client set
+	// one, repeat the fields the host routes and schedules on, so it need
+	// not parse the payload (the SDK sets them).
 	OpRequestDecode Op = 1
-	// OpResponseEncode: payload = canonical response JSON; meta carries
-	// "route", "id", "model". Output = client response body.
+	// OpResponseEncode: payload = canonical response JSON; meta MetaID,
+	// MetaModel, MetaCreated. Output = client response body.
 	OpResponseEncode Op = 2
-	// OpStreamEncode: payload = list of canonical chunk JSON items. FlagFirst
-	// on the first call of a stream, FlagEnd on the last (which may carry no
-	// items): the guest then writes its trailer. Output = client stream bytes.
+	// OpStreamEncode: payload = list of canonical chunk JSON items; meta as
+	// OpResponseEncode plus MetaIncludeUsage. FlagFirst on the first call of
+	// a stream, FlagEnd on the last (which may carry no items): the guest
+	// then writes its trailer. Output = client stream bytes.
 	OpStreamEncode Op = 3
 	// OpErrorEncode: payload = canonical error JSON. Output = client error
-	// body; meta out "status" may override the HTTP status.
+	// body; output meta MetaStatus may override the HTTP status. With meta
+	// MetaStream = "1" the error ends an open stream: the output is written
+	// to the stream as is, so it must be framed the dialect's way (an SSE
+	// event, an NDJSON line).
 	OpErrorEncode Op = 4
 	// OpModelsEncode: payload = canonical model list JSON. Output = body.
 	OpModelsEncode Op = 5
@@ -121,20 +134,25 @@ const (
 // Adapter ops.
 const (
 	// OpRequestEncode: payload = canonical request JSON. Output = backend
-	// request body; meta out "method", "path", "content-type".
+	// request body; output meta MetaMethod, MetaPath, MetaContentType.
 	OpRequestEncode Op = 16
 	// OpResponseDecode: payload = backend response body. Output = canonical
-	// response JSON.
+	// response JSON; output meta MetaPromptTokens, MetaCompletionTokens,
+	// MetaReasoningTokens, MetaCachedTokens (when the backend reported
+	// usage) and MetaFinishReason (of the first choice), set by the SDK.
 	OpResponseDecode Op = 17
 	// OpStreamDecode: payload = list of framed backend events (SSE data
 	// payloads or NDJSON lines, already split by the host). Output = list of
 	// canonical chunk JSON items. FlagFirst/FlagEnd as for OpStreamEncode.
+	// Output meta as OpResponseDecode for the usage and finish reason seen
+	// in this batch's chunks (the last one wins), set by the SDK.
 	OpStreamDecode Op = 18
-	// OpErrorDecode: meta "status" = backend HTTP status; payload = backend
-	// body. Output = canonical error JSON.
+	// OpErrorDecode: meta MetaStatus = backend HTTP status; payload =
+	// backend body. Output = canonical error JSON.
 	OpErrorDecode Op = 19
-	// OpProbeDecode: meta "probe" = probe name from the manifest; payload =
-	// the probe's response body. Output = canonical discovery JSON.
+	// OpProbeDecode: meta MetaProbe = probe name from the manifest and
+	// MetaStatus = its HTTP status; payload = the probe's response body.
+	// Output = canonical discovery JSON.
 	OpProbeDecode Op = 20
 )
 
@@ -316,41 +334,97 @@ func Pack(ptr, n uint32) uint64 { return uint64(ptr)<<32 | uint64(n) }
 // Unpack is the inverse of Pack.
 func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
 
-// AppendMeta appends one key\0value\0 pair.
+// Meta keys. Metadata is a list of pairs, each u32 key length, key, u32
+// value length, value: any byte may appear in a value (v1's NUL
+// separators let a NUL in a client's model name forge pairs). Which op
+// reads or writes which key is documented on the ops.
+const (
+	MetaRoute            = "route"         // in, translator ops: route name from the manifest
+	MetaKind             = "kind"          // in, translator ops: the route's endpoint kind
+	MetaModel            = "model"         // out, request_decode; in, response/stream encode
+	MetaStream           = "stream"        // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
+	MetaIncludeUsage     = "include_usage" // out, request_decode; in, stream_encode ("1"/"0")
+	MetaMaxTokens        = "max_tokens"    // out, request_decode: the requested output cap (decimal), absent when unset
+	MetaID               = "id"            // in, response/stream encode: the gateway's request id
+	MetaCreated          = "created"       // in, response/stream encode: unix seconds
+	MetaStatus           = "status"        // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
+	MetaContentType      = "content-type"  // out, request_encode and encode ops
+	MetaPath             = "path"          // out, request_encode: backend path
+	MetaMethod           = "method"        // out, request_encode: backend method
+	MetaProbe            = "probe"         // in, probe_decode: probe name
+	MetaPromptTokens     = "prompt_tokens" // out, response/stream decode
+	MetaCompletionTokens = "completion_tokens"
+	MetaReasoningTokens  = "reasoning_tokens"
+	MetaCachedTokens     = "cached_tokens"
+	MetaFinishReason     = "finish_reason" // out, response/stream decode: canonical finish reason
+)
+
+// AppendMeta appends one key/value pair.
 func AppendMeta(dst []byte, key, value string) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
 	dst = append(dst, key...)
-	dst = append(dst, 0)
-	dst = append(dst, value...)
-	return append(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(value)))
+	return append(dst, value...)
 }
 
-// MetaGet returns the value of key in a key\0value\0 list; ok is false when
-// the key is absent or the list is malformed. It does not allocate.
+// AppendMetaBytes is AppendMeta with a byte-slice value.
+func AppendMetaBytes(dst []byte, key string, value []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
+	dst = append(dst, key...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(value)))
+	return append(dst, value...)
+}
+
+// MetaGet returns the value of key in a metadata list; ok is false when the
+// key is absent or the list is malformed. It does not allocate.
 func MetaGet(meta []byte, key string) (value []byte, ok bool) {
 	for len(meta) > 0 {
-		k, rest, found := cut0(meta)
-		if !found {
-			return nil, false
-		}
-		v, rest2, found := cut0(rest)
-		if !found {
+		k, v, rest, err := NextMeta(meta)
+		if err != nil {
 			return nil, false
 		}
 		if string(k) == key {
 			return v, true
 		}
-		meta = rest2
+		meta = rest
 	}
 	return nil, false
 }
 
-func cut0(b []byte) (before, after []byte, ok bool) {
-	for i, c := range b {
-		if c == 0 {
-			return b[:i], b[i+1:], true
-		}
+// NextMeta splits the first pair off a metadata list.
+func NextMeta(meta []byte) (key, value, rest []byte, err error) {
+	key, rest, ok := cutLen(meta)
+	if !ok {
+		return nil, nil, nil, ErrShort
 	}
-	return nil, nil, false
+	value, rest, ok = cutLen(rest)
+	if !ok {
+		return nil, nil, nil, ErrShort
+	}
+	return key, value, rest, nil
+}
+
+// ValidMeta reports whether meta is a well-formed metadata list.
+func ValidMeta(meta []byte) bool {
+	for len(meta) > 0 {
+		_, _, rest, err := NextMeta(meta)
+		if err != nil {
+			return false
+		}
+		meta = rest
+	}
+	return true
+}
+
+func cutLen(b []byte) (field, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	n := uint64(binary.LittleEndian.Uint32(b))
+	if 4+n > uint64(len(b)) {
+		return nil, nil, false
+	}
+	return b[4 : 4+n], b[4+n:], true
 }
 
 // AppendItem appends one u32-length-prefixed item to a list payload.

@@ -116,3 +116,43 @@ func FuzzParse(f *testing.F) {
 		_ = bytes.Clone(b)
 	})
 }
+
+// A NUL (or any byte) in a value cannot forge the pairs after it: v1's
+// key\0value\0 lists let "qwen3-8b\x00stream\x001" read as model qwen3-8b
+// with stream 1.
+func TestMetaNULInValue(t *testing.T) {
+	m := AppendMeta(nil, MetaModel, "qwen3-8b\x00stream\x001")
+	m = AppendMeta(m, MetaStream, "0")
+	v, ok := MetaGet(m, MetaModel)
+	if !ok || string(v) != "qwen3-8b\x00stream\x001" {
+		t.Fatalf("model = %q, %v", v, ok)
+	}
+	if v, _ := MetaGet(m, MetaStream); string(v) != "0" {
+		t.Fatalf("stream = %q, want 0", v)
+	}
+	if !ValidMeta(m) || ValidMeta(m[:len(m)-1]) {
+		t.Fatal("ValidMeta")
+	}
+}
+
+// FuzzMeta: whatever the bytes, parsing never panics, and a list built by
+// AppendMeta reads back exactly.
+func FuzzMeta(f *testing.F) {
+	f.Add([]byte("k"), []byte("v"), []byte{1, 0, 0, 0, 'k'})
+	f.Add([]byte("model"), []byte("a\x00stream\x001"), []byte{255, 255, 255, 255})
+	f.Fuzz(func(t *testing.T, k, v, junk []byte) {
+		MetaGet(junk, string(k))
+		ValidMeta(junk)
+		m := AppendMetaBytes(nil, string(k), v)
+		m = AppendMeta(m, "tail", "x")
+		got, ok := MetaGet(m, string(k))
+		if !ok || string(got) != string(v) {
+			t.Fatalf("MetaGet(%q) = %q, %v; want %q", k, got, ok, v)
+		}
+		if string(k) != "tail" {
+			if got, _ := MetaGet(m, "tail"); string(got) != "x" {
+				t.Fatalf("tail = %q", got)
+			}
+		}
+	})
+}

@@ -129,7 +129,7 @@ func BuildPlugins() (PluginSet, error) {
 			return
 		}
 		var y strings.Builder
-		y.WriteString("abi: 1\ncache_dir: cache\nplugins:\n")
+		y.WriteString("abi: 2\ncache_dir: cache\nplugins:\n")
 		for _, p := range Plugins {
 			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted}\n", p.Name, p.Kind, p.Name)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -320,7 +321,7 @@ func (s *session) runLoad(wasmPath string) (string, error) {
 			Limits: pluginhost.Limits{MemoryMB: s.opts.MemoryMB, CallTimeoutMS: int(s.opts.CallTimeout / time.Millisecond)},
 			Pool:   pool}
 	}
-	cfg := &pluginhost.Config{ABI: 1, CacheDir: s.opts.CacheDir, Plugins: []pluginhost.PluginConfig{
+	cfg := &pluginhost.Config{ABI: abi.VersionMajor, CacheDir: s.opts.CacheDir, Plugins: []pluginhost.PluginConfig{
 		entry("subject", pluginhost.ModeStrict, pluginhost.PoolConfig{Min: 1, Max: 2, WaitMS: 10000}),
 		entry("subject-trusted", pluginhost.ModeTrusted, pluginhost.PoolConfig{Min: 1, Max: 1, WaitMS: 10000}),
 	}}

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"bytes"
 	"strconv"
 
@@ -15,7 +17,7 @@ type adapter struct{ sdk.Unimplemented }
 // EncodeRequest writes the model name as the body.
 func (adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Output) error {
 	out.Body = append(out.Body, req.Model...)
-	out.SetMeta("path", "/api/chat")
+	out.SetMeta(abi.MetaPath, "/api/chat")
 	return nil
 }
 

@@ -6,6 +6,8 @@
 package goodlib
 
 import (
+	"github.com/mindrouter/mindrouter/sdk/abi"
+
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -84,7 +86,7 @@ func (t *translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) e
 	b = append(b, `,"msg":`...)
 	b = jsonw.String(b, e.Message)
 	out.Body = append(b, '}')
-	out.SetMeta("status", strconv.Itoa(e.Status))
+	out.SetMeta(abi.MetaStatus, strconv.Itoa(e.Status))
 	return nil
 }
 
