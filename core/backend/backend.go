@@ -124,6 +124,18 @@ func (b *Backend) URL(path string) string { return b.base + path }
 // Status returns the latest discovery snapshot.
 func (b *Backend) Status() *Status { return b.status.Load() }
 
+// SetStatus publishes st (which must not change afterwards) and the
+// adapter serving the backend's engine (nil for none), as a discovery
+// round does. Discovery owns both in the gateway; this is for tests of
+// packages that route over a Registry, and for other discovery sources.
+func (b *Backend) SetStatus(st *Status, adapter *pluginhost.Plugin) {
+	if st.Models == nil {
+		st.Models = map[string]canon.DiscoveredModel{}
+	}
+	b.adapter.Store(adapter)
+	b.status.Store(st)
+}
+
 // Adapter returns the adapter plugin serving this backend's engine, or nil
 // when none is loaded.
 func (b *Backend) Adapter() *pluginhost.Plugin { return b.adapter.Load() }
