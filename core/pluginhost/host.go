@@ -32,6 +32,7 @@ type Host struct {
 
 	reloadMu sync.Mutex // serialises New/Reload/Close changes to the plugin set
 	set      atomic.Pointer[pluginSet]
+	gen      atomic.Uint64 // +1 whenever the set or a plugin's current version changes
 
 	versionsMu sync.Mutex
 	versions   map[*Version]struct{} // every version not yet destroyed
@@ -115,6 +116,7 @@ func New(ctx context.Context, cfg *Config, baseDir string, logger *slog.Logger) 
 		set.list = append(set.list, p)
 	}
 	h.set.Store(set)
+	h.gen.Add(1)
 	if len(errs) > 0 {
 		h.Close(ctx)
 		return nil, errors.Join(errs...)
@@ -141,6 +143,11 @@ func (h *Host) Plugin(name string) *Plugin {
 	}
 	return nil
 }
+
+// Generation changes whenever the plugin set or a plugin's current version
+// changes (load, reload, removal), so callers can cache what they derive
+// from manifests and rebuild it only then.
+func (h *Host) Generation() uint64 { return h.gen.Load() }
 
 // Plugins returns the loaded plugins in plugins.yaml order.
 func (h *Host) Plugins() []*Plugin {

@@ -71,6 +71,7 @@ func (h *Host) Reload(ctx context.Context) error {
 		}
 	}
 	h.set.Store(set)
+	h.gen.Add(1)
 	h.cfg.Store(cfg)
 	if len(errs) > 0 {
 		h.metrics.reloadsFailed.Add(1)

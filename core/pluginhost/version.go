@@ -83,6 +83,9 @@ func (p *Plugin) LastError() error {
 
 // swap makes v current (nil: remove) and retires the previous version.
 func (p *Plugin) swap(v *Version) {
+	if p.host != nil {
+		defer p.host.gen.Add(1)
+	}
 	if old := p.current.Swap(v); old != nil {
 		old.Release() // the plugin's own reference
 	}
