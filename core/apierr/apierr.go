@@ -52,6 +52,12 @@ func New(t canon.ErrorType, code, msg string) *Error {
 	return &Error{Type: t, Status: StatusOf(t), Code: code, Msg: msg}
 }
 
+// WithStatus overrides the HTTP status e's type implies (408, 405, ...).
+func (e *Error) WithStatus(status int) *Error {
+	e.Status = status
+	return e
+}
+
 // Wrap is New with a cause kept for logs.
 func Wrap(t canon.ErrorType, code, msg string, err error) *Error {
 	e := New(t, code, msg)

@@ -20,11 +20,28 @@ var (
 	ErrBadKey = errors.New("auth: invalid API key")
 )
 
+// Scope is a set of permissions a key grants.
+type Scope uint8
+
+// Scopes.
+const (
+	ScopeInference Scope = 1 << iota // call the model APIs
+	ScopeAdmin                       // the admin API
+	ScopeAudit                       // read-only admin: audit and usage
+)
+
 // Principal is an authenticated caller.
 type Principal struct {
-	KeyID string // a non-secret identifier of the key, for logs and audit
-	Admin bool
+	KeyID  string // a non-secret identifier of the key, for logs and audit
+	User   string // the key's owner ("admin" for the bootstrap admin key)
+	Group  string
+	Scopes Scope
+	Weight float64 // scheduler weight (0: 1)
+	Admin  bool
 }
+
+// Has reports whether p holds every scope in s.
+func (p Principal) Has(s Scope) bool { return p.Scopes&s == s }
 
 // Authenticator checks an API key. Implementations must be safe for
 // concurrent use and must not retain key.
@@ -74,5 +91,5 @@ func (a *AdminKey) Authenticate(_ context.Context, key []byte) (Principal, error
 	if subtle.ConstantTimeCompare(key, a.key) != 1 {
 		return Principal{}, ErrBadKey
 	}
-	return Principal{KeyID: a.id, Admin: true}, nil
+	return Principal{KeyID: a.id, User: "admin", Group: "admin", Scopes: ScopeInference | ScopeAdmin | ScopeAudit, Admin: true}, nil
 }

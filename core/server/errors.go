@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -10,41 +11,66 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/logredact"
+	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
-const opModelsEncode = abi.OpModelsEncode
+// maxClientMessage bounds an error message sent to a client; messages
+// may quote client input (a model name) or a backend's words.
+const maxClientMessage = 1024
 
-// fail answers err in the route's dialect. When the translator itself
-// cannot render the error, it falls back to OpenAI's error shape.
-func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, rt route, err error) {
+// fail answers err in the route's dialect (status overrides the error's
+// own when not 0). When the translator cannot render the error, the
+// answer falls back to OpenAI's error shape.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status int) {
 	e := apierr.Public(err)
-	ex.status, ex.errMsg = e.Status, e.Error()
+	if status == 0 {
+		status = e.Status
+	}
+	ex.out.Status, ex.out.ErrorCode = status, e.Code
+	if ex.out.Error == "" {
+		ex.out.Error = logredact.Truncate(e.Error(), 2048)
+	}
+	if status == statusClientClosed {
+		ex.out.ClientGone = true
+		ctx.SetConnectionClose()
+		return // nobody to answer
+	}
 	ce := e.Canon(ex.id)
-	if e.Status >= 500 {
+	ce.Status = status
+	ce.Message = logredact.Truncate(ce.Message, maxClientMessage)
+	if status >= 500 {
 		// Server-side failures name the request so support can find its log.
 		ce.Message += " (request " + ex.id + ")"
 	}
-	ex.buf = ce.AppendJSON(ex.buf[:0])
-	if rt.plugin != nil {
-		ex.meta = abi.AppendMeta(ex.meta[:0], "route", rt.r.Name)
-		if perr := rt.plugin.Call(s.baseCtx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: ex.num, Meta: ex.meta, Payload: ex.buf}, &ex.tres); perr == nil {
-			status := e.Status
-			if v, ok := abi.MetaGet(ex.tres.Meta, "status"); ok {
-				if n, err := strconv.Atoi(string(v)); err == nil && n >= 400 && n < 600 {
-					status = n
-				}
+	if ra := e.RetryAfterSeconds(); ra > 0 || status == 503 || status == 429 {
+		if ra == 0 {
+			ra = apierr.DefaultRetryAfter
+		}
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(ra))
+	}
+	if ex.route.plugin != nil {
+		v := ex.tver
+		if v == nil {
+			v = ex.route.plugin.Pin()
+			defer v.Release()
+		}
+		var out plugcall.EncodedError
+		if v != nil && ex.calls.EncodeError(ex.ctx, v, &ce, false, ex.buf, &out) == nil {
+			if out.Status != 0 {
+				status = out.Status
 			}
 			ctx.SetStatusCode(status)
-			ctx.SetContentType(contentType(ex.tres.Meta, "application/json"))
-			ctx.SetBody(ex.tres.Payload)
+			ctx.SetContentType(orDefault(out.ContentType, "application/json"))
+			ctx.SetBody(out.Body)
 			return
 		}
 	}
-	ctx.SetStatusCode(e.Status)
+	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(nativeError(ex.buf[:0], &ce))
 }
@@ -77,76 +103,104 @@ func nativeError(dst []byte, e *canon.Error) []byte {
 	return w.B
 }
 
-func contentType(meta []byte, def string) string {
-	if v, ok := abi.MetaGet(meta, "content-type"); ok && len(v) > 0 {
-		return string(v)
+// nativeStreamError frames the native error for an open stream of the
+// route's framing (when the translator cannot).
+func nativeStreamError(dst []byte, e *canon.Error, ndjson bool) []byte {
+	if ndjson {
+		var w jsonw.W
+		w.B = dst
+		w.Obj()
+		w.Key("error")
+		w.Str(e.Message)
+		w.EndObj()
+		return append(w.B, '\n')
 	}
-	return def
+	dst = append(dst, "data: "...)
+	return append(nativeError(dst, e), '\n', '\n')
 }
 
 // clientInput turns a translator's request-decode failure into what the
-// client sees: its own bad input is a 400 with the plugin's message; any
-// other plugin failure is a 502.
+// client sees: its own bad input is a 400 with the plugin's message
+// (bounded); any other plugin failure is a 502.
 func clientInput(err error) error {
 	var se *pluginhost.StatusError
 	if errors.As(err, &se) && se.Status == abi.StatusBadInput {
-		return apierr.Wrap(canon.ErrInvalidRequest, "invalid_request", se.Msg, err)
+		return apierr.Wrap(canon.ErrInvalidRequest, "invalid_request", logredact.Truncate(se.Msg, maxClientMessage), err)
 	}
 	return pluginFailure(err)
 }
 
 // pluginFailure is a 502 naming the failure class, never the plugin's
-// internals.
+// internals or the backend's raw words.
 func pluginFailure(err error) error {
 	var se *pluginhost.StatusError
 	switch {
 	case errors.As(err, &se) && se.Status == abi.StatusBadInput:
-		return apierr.Wrap(canon.ErrBackend, "bad_backend_response", "the backend sent a response the gateway could not translate: "+se.Msg, err)
+		return apierr.Wrap(canon.ErrBackend, "bad_backend_response", "the backend sent a response the gateway could not translate", err)
 	case errors.Is(err, pluginhost.ErrPoolTimeout):
-		return apierr.Wrap(canon.ErrOverloaded, "plugin_busy", "the gateway is overloaded, retry shortly", err)
+		e := apierr.Wrap(canon.ErrOverloaded, "plugin_busy", "the gateway is overloaded, retry shortly", err)
+		e.RetryAfter = 1
+		return e
+	case errors.Is(err, context.Canceled):
+		return errClientGone(err)
 	}
 	return apierr.Wrap(canon.ErrBackend, "plugin_error", "a gateway plugin failed while handling this request", err)
 }
 
 // backendUnreachable classifies a transport error talking to a backend.
 func backendUnreachable(name string, err error) error {
-	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || isTimeout(err) {
 		return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+name+" did not answer in time", err)
 	}
-	return apierr.Wrap(canon.ErrBackend, "backend_unreachable", "the backend "+name+" could not be reached", err)
+	e := apierr.Wrap(canon.ErrBackend, "backend_unreachable", "the backend "+name+" could not be reached", err)
+	return e
 }
 
-// finish writes the access log line and returns ex to the pool.
+// finish records the outcome, tells the observers, writes the access log
+// line and returns ex to the pool.
 func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
-	if ctx != nil && ex.status == 200 {
-		ex.status = ctx.Response.StatusCode()
+	o := &ex.out
+	if ctx != nil && o.Status == 200 {
+		o.Status = ctx.Response.StatusCode()
+	}
+	o.Duration = time.Since(ex.start)
+	ex.releaseHeld()
+	if ctx != nil && ex.watch.stole {
+		ctx.SetConnectionClose()
+	}
+	for _, obs := range s.observers {
+		obs.Observe(o)
 	}
 	s.logRequest(ex)
 	ex.release()
 }
 
 func (s *Server) logRequest(ex *exchange) {
-	dur := time.Since(ex.start)
-	s.met.observe(ex.route.r.Name, ex.status, dur)
+	o := &ex.out
+	s.met.observe(o.Route, o.Status, o.Duration)
 	lvl := slog.LevelInfo
-	if ex.status >= 500 {
+	if o.Status >= 500 {
 		lvl = slog.LevelWarn
 	}
 	if !s.log.Enabled(context.Background(), lvl) {
 		return
 	}
-	backendName := ""
-	if ex.backend != nil {
-		backendName = ex.backend.Name
-	}
 	s.log.LogAttrs(context.Background(), lvl, "request",
-		slog.String("req_id", ex.id),
-		slog.String("route", ex.route.r.Name),
-		slog.String("model", ex.model),
-		slog.String("backend", backendName),
-		slog.Int("status", ex.status),
-		slog.Bool("stream", ex.stream),
-		slog.Int("chunks", ex.chunks),
-		slog.Duration("dur", dur),
-		slog.String("error", ex.errMsg))
+		slog.String("req_id", o.RequestID),
+		slog.String("route", o.Route),
+		slog.String("model", o.Model),
+		slog.String("key", o.KeyID),
+		slog.String("backend", o.Backend),
+		slog.Int("status", o.Status),
+		slog.Bool("stream", o.Stream),
+		slog.Int("chunks", o.Chunks),
+		slog.Int("prompt_tokens", o.Usage.Prompt),
+		slog.Int("completion_tokens", o.Usage.Completion),
+		slog.Duration("dur", o.Duration),
+		slog.String("error", o.Error))
 }
+
+// logTrunc bounds client-controlled bytes echoed in a message.
+func logTrunc(b []byte) string { return logredact.Truncate(string(b), logredact.MaxEcho) }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,15 +1,21 @@
 package server
 
 import (
+	"context"
 	"encoding/hex"
 	"math/rand/v2"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/frame"
+	"github.com/mindrouter/mindrouter/core/jsonscan"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
@@ -23,15 +29,32 @@ type exchange struct {
 	start time.Time
 	route route
 
-	tres, ares   pluginhost.Result
-	canon        []byte // canonical request JSON
-	buf, meta    []byte
-	model        string
-	includeUsage bool
-	stream       bool
+	// ctx is the request's context: cancelled when the client goes away
+	// while the gateway waits (watch.go) and when the request ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+	watch  watcher
 
+	principal auth.Principal
+	unlimit   func() // the limiter's, nil when none
+	out       outcome.Outcome
+
+	calls   plugcall.Calls
+	req     plugcall.Request
+	breqOut plugcall.BackendRequest
+	dec     plugcall.Decoded
+	enc     plugcall.Encoded
+	hdr     plugcall.Header
+	scan    jsonscan.Result
+
+	body      []byte // the client's request body
+	bodyHeld  int64  // bytes counted against limits.max_buffered_body_bytes
+	canon     []byte // canonical request JSON
+	buf, meta []byte
+
+	sreq       sched.Request
+	lease      sched.Lease
 	backend    *backend.Backend
-	slot       bool
 	tver, aver *pluginhost.Version
 	breq       *fasthttp.Request
 	bresp      *fasthttp.Response
@@ -46,26 +69,25 @@ type exchange struct {
 	tFirst, aFirst bool
 	backendDone    bool
 	clientGone     bool
-	chunks         int
-
-	status int
-	errMsg string
 }
 
 func newExchange() *exchange {
 	ex := &exchange{
-		breq:   new(fasthttp.Request),
-		bresp:  new(fasthttp.Response),
-		rbuf:   make([]byte, 32<<10),
-		sse:    frame.NewSSE(1 << 20),
-		ndjson: frame.NewNDJSON(1 << 20),
+		breq:  new(fasthttp.Request),
+		bresp: new(fasthttp.Response),
+		rbuf:  make([]byte, 32<<10),
 	}
 	ex.emitFn = ex.emit
+	ex.watch.ex = ex
 	return ex
 }
 
 // begin readies a pooled exchange for a new request.
-func (ex *exchange) begin(s *Server) {
+func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
+	if ex.sse == nil || ex.s != s {
+		ex.sse = frame.NewSSE(s.cfg.Limits.MaxStreamEventBytes)
+		ex.ndjson = frame.NewNDJSON(s.cfg.Limits.MaxStreamEventBytes)
+	}
 	ex.s = s
 	ex.start = time.Now()
 	var raw [16]byte
@@ -80,16 +102,29 @@ func (ex *exchange) begin(s *Server) {
 	hex.Encode(id[9:], raw[:])
 	ex.id = string(id[:])
 	ex.num = a
+	ex.ctx, ex.cancel = context.WithCancel(s.baseCtx)
+	ex.watch.reset(rc)
 	ex.route = route{}
-	ex.model, ex.includeUsage, ex.stream = "", false, false
-	ex.backend, ex.slot = nil, false
+	ex.principal = auth.Principal{}
+	ex.unlimit = nil
+	ex.out.Reset()
+	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
+	ex.req = plugcall.Request{}
+	ex.body, ex.bodyHeld = ex.body[:0], 0
+	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
+	ex.sreq.Exclude = ex.sreq.Exclude[:0]
+	ex.lease, ex.backend = nil, nil
 	ex.tver, ex.aver = nil, nil
 	ex.split = nil
 	ex.tstate, ex.astate = ex.tstate[:0], ex.astate[:0]
 	ex.tFirst, ex.aFirst = true, true
 	ex.backendDone, ex.clientGone = false, false
-	ex.chunks = 0
-	ex.status, ex.errMsg = 200, ""
+}
+
+func (ex *exchange) setRoute(rt *route) {
+	ex.route = *rt
+	ex.out.Route, ex.out.Kind, ex.out.Dialect = rt.r.Name, string(rt.kind), rt.dialect
+	ex.calls.Reset(ex.num, rt.r.Name, string(rt.kind))
 }
 
 // release returns what the exchange holds and puts it back in the pool.
@@ -98,15 +133,19 @@ func (ex *exchange) release() {
 	ex.breq.Reset()
 	ex.bresp.Reset()
 	s := ex.s
-	ex.s = nil
+	if cap(ex.body) > 1<<20 {
+		ex.body = nil // a rare huge body is not kept in the pool
+	}
 	s.exchanges.Put(ex)
 }
 
-// releaseHeld returns the backend slot and the pinned plugin versions.
+// releaseHeld returns the backend slot, the pinned plugin versions, the
+// body budget and the limiter's hold, and cancels the request's context.
 func (ex *exchange) releaseHeld() {
-	if ex.slot {
-		ex.backend.Release()
-		ex.slot = false
+	ex.watch.stop()
+	if ex.lease != nil {
+		ex.lease.Release()
+		ex.lease = nil
 	}
 	if ex.tver != nil {
 		ex.tver.Release()
@@ -116,21 +155,26 @@ func (ex *exchange) releaseHeld() {
 		ex.aver.Release()
 		ex.aver = nil
 	}
+	if ex.bodyHeld > 0 {
+		ex.s.buffered.Add(-ex.bodyHeld)
+		ex.bodyHeld = 0
+	}
+	if ex.unlimit != nil {
+		ex.unlimit()
+		ex.unlimit = nil
+	}
+	if ex.cancel != nil {
+		ex.cancel()
+		ex.cancel = nil
+	}
 }
 
 func (ex *exchange) emit(ev []byte) { ex.list = abi.AppendItem(ex.list, ev) }
 
-// responseMeta is the metadata a translator needs to write a response.
-func (ex *exchange) responseMeta() []byte {
-	m := abi.AppendMeta(ex.meta[:0], "route", ex.route.r.Name)
-	m = abi.AppendMeta(m, "id", ex.id)
-	m = abi.AppendMeta(m, "model", ex.model)
-	m = abi.AppendMeta(m, "created", itoa(ex.start.Unix()))
-	if ex.includeUsage {
-		m = abi.AppendMeta(m, "include_usage", "1")
-	}
-	ex.meta = m
-	return m
+// header is the identity the translator repeats in the response.
+func (ex *exchange) header() *plugcall.Header {
+	ex.hdr = plugcall.Header{ID: ex.id, Model: ex.req.Model, Created: ex.start.Unix(), IncludeUsage: ex.req.IncludeUsage}
+	return &ex.hdr
 }
 
 func itoa(v int64) string {

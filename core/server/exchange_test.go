@@ -8,15 +8,17 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/config"
 )
 
 func TestExchange_RequestID(t *testing.T) {
-	s := &Server{}
+	s := &Server{cfg: config.Default(), baseCtx: context.Background()}
 	s.exchanges.New = func() any { return newExchange() }
 	seen := map[string]bool{}
 	for i := 0; i < 100; i++ {
 		ex := newExchange()
-		ex.begin(s)
+		ex.begin(s, nil)
 		if len(ex.id) != len("chatcmpl-")+32 || !strings.HasPrefix(ex.id, "chatcmpl-") || seen[ex.id] {
 			t.Fatalf("id %q", ex.id)
 		}
@@ -37,10 +39,10 @@ func TestItoa(t *testing.T) {
 }
 
 func TestRecoverPanic(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler), met: newMetrics(), baseCtx: context.Background()}
+	s := &Server{cfg: config.Default(), log: slog.New(slog.DiscardHandler), met: newMetrics(), baseCtx: context.Background()}
 	s.exchanges.New = func() any { return newExchange() }
 	ex := newExchange()
-	ex.begin(s)
+	ex.begin(s, nil)
 	var ctx fasthttp.RequestCtx
 	func() {
 		defer s.recoverPanic(&ctx, ex)

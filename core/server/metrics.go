@@ -34,6 +34,7 @@ type metrics struct {
 	streams     atomic.Int64
 	chunks      atomic.Uint64
 	disconnects atomic.Uint64
+	connRefused atomic.Uint64
 }
 
 func newMetrics() *metrics {
@@ -70,7 +71,7 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	hist.sumNs.Add(uint64(d))
 }
 
-func (m *metrics) write(w io.Writer, reg *backend.Registry) {
+func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	fmt.Fprintln(w, "# HELP mindrouter_requests_total Requests answered, by route and HTTP status.")
 	fmt.Fprintln(w, "# TYPE mindrouter_requests_total counter")
 	m.mu.RLock()
@@ -113,6 +114,12 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry) {
 	fmt.Fprintf(w, "mindrouter_stream_writes_total %d\n", m.chunks.Load())
 	fmt.Fprintln(w, "# TYPE mindrouter_client_disconnects_total counter")
 	fmt.Fprintf(w, "mindrouter_client_disconnects_total %d\n", m.disconnects.Load())
+	fmt.Fprintln(w, "# HELP mindrouter_request_body_bytes_buffered Request body bytes held in memory by all requests.")
+	fmt.Fprintln(w, "# TYPE mindrouter_request_body_bytes_buffered gauge")
+	fmt.Fprintf(w, "mindrouter_request_body_bytes_buffered %d\n", buffered)
+	fmt.Fprintln(w, "# HELP mindrouter_connections_refused_total Client connections refused over limits.max_connections.")
+	fmt.Fprintln(w, "# TYPE mindrouter_connections_refused_total counter")
+	fmt.Fprintf(w, "mindrouter_connections_refused_total %d\n", m.connRefused.Load())
 	fmt.Fprintln(w, "# HELP mindrouter_backend_in_flight Requests holding a backend slot.")
 	fmt.Fprintln(w, "# TYPE mindrouter_backend_in_flight gauge")
 	for _, b := range reg.Backends() {

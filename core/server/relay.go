@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
-	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/core/logredact"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -27,12 +29,13 @@ import (
 // generation there and frees the slot.
 func (ex *exchange) relay(w *bufio.Writer) {
 	s := ex.s
+	t0 := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug must cost this stream, not the process.
 			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			ex.clientGone, ex.status = true, 500
+			ex.clientGone, ex.out.Status = true, 500
 		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only
@@ -44,11 +47,13 @@ func (ex *exchange) relay(w *bufio.Writer) {
 			_ = ex.bresp.CloseBodyStream()
 		}
 		s.met.streams.Add(-1)
-		s.met.chunks.Add(uint64(ex.chunks))
+		s.met.chunks.Add(uint64(ex.out.Chunks))
+		ex.out.Stages[outcome.StageRespond] += time.Since(t0)
 		if ex.clientGone {
 			s.met.disconnects.Add(1)
-			if ex.status == 200 {
-				ex.status = 499 // client closed request, as nginx logs it
+			ex.out.ClientGone = true
+			if ex.out.Status == 200 {
+				ex.out.Status = statusClientClosed
 			}
 		}
 		s.finish(nil, ex)
@@ -96,7 +101,6 @@ func (ex *exchange) relay(w *bufio.Writer) {
 // translator and writes the result. It returns false when the stream must
 // stop.
 func (ex *exchange) step(w *bufio.Writer, end bool) bool {
-	s := ex.s
 	flags := uint32(0)
 	if ex.aFirst {
 		flags |= abi.FlagFirst
@@ -104,17 +108,21 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	if end {
 		flags |= abi.FlagEnd
 	}
-	err := ex.aver.Call(s.baseCtx, abi.OpStreamDecode, pluginhost.CallInput{RequestID: ex.num, Flags: flags, State: ex.astate, Payload: ex.list}, &ex.ares)
-	if err != nil {
+	if err := ex.calls.DecodeStream(ex.ctx, ex.aver, flags, &ex.astate, ex.list, &ex.dec); err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
 	ex.aFirst = false
-	ex.astate = append(ex.astate[:0], ex.ares.State...)
-	if ex.ares.Flags&abi.ResultStreamDone != 0 {
+	if ex.dec.Usage.Reported {
+		ex.out.Usage = ex.dec.Usage
+	}
+	if ex.dec.FinishReason != "" {
+		ex.out.FinishReason = ex.dec.FinishReason
+	}
+	if ex.dec.Done {
 		ex.backendDone = true
 	}
-	if len(ex.ares.Payload) == 0 && !end {
+	if len(ex.dec.Canonical) == 0 && !end {
 		return true
 	}
 	flags = 0
@@ -124,15 +132,15 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	if end {
 		flags |= abi.FlagEnd
 	}
-	err = ex.tver.Call(s.baseCtx, abi.OpStreamEncode, pluginhost.CallInput{RequestID: ex.num, Flags: flags, State: ex.tstate, Meta: ex.meta, Payload: ex.ares.Payload}, &ex.tres)
+	out, err := ex.calls.EncodeStream(ex.ctx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
 	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
 	ex.tFirst = false
-	ex.tstate = append(ex.tstate[:0], ex.tres.State...)
-	ex.chunks++
-	return ex.write(w, ex.tres.Payload)
+	ex.out.Chunks++
+	ex.out.BytesOut += int64(len(out))
+	return ex.write(w, out)
 }
 
 func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
@@ -150,31 +158,28 @@ func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
 }
 
 // streamFail ends a stream that broke after the client got its 200: the
-// error is sent as one last event in the client's dialect, framed for the
-// client's stream (an NDJSON line when the route streams NDJSON, else an SSE
-// data event), and no trailer follows, so the client can tell the stream is
-// incomplete.
+// translator writes the error as the dialect ends a stream (an OpenAI
+// error data event, an Anthropic error event, an Ollama error line), with
+// no trailer after it, so the client can tell the stream is incomplete.
+// When the translator cannot, a native error framed for the route's
+// stream is sent.
 func (ex *exchange) streamFail(w *bufio.Writer, err error) {
 	s := ex.s
 	e := apierr.Public(err)
-	ex.status, ex.errMsg = e.Status, e.Error()
-	s.log.LogAttrs(s.baseCtx, slog.LevelWarn, "stream failed", slog.String("req_id", ex.id), slog.String("error", e.Error()))
+	ex.out.Status, ex.out.ErrorCode = e.Status, e.Code
+	ex.out.Error = logredact.Truncate(e.Error(), 2048)
+	s.log.LogAttrs(s.baseCtx, slog.LevelWarn, "stream failed", slog.String("req_id", ex.id), slog.String("error", ex.out.Error))
 	ce := e.Canon(ex.id)
-	ex.buf = ce.AppendJSON(ex.buf[:0])
-	ex.meta = abi.AppendMeta(ex.meta[:0], "route", ex.route.r.Name)
-	ex.meta = abi.AppendMeta(ex.meta, "stream", "1")
-	body := nativeError(nil, &ce)
-	if perr := ex.tver.Call(s.baseCtx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: ex.num, Meta: ex.meta, Payload: ex.buf}, &ex.tres); perr == nil {
-		body = ex.tres.Payload
+	if e.Status >= 500 {
+		ce.Message += " (request " + ex.id + ")"
 	}
-	out := ex.list[:0]
-	if strings.Contains(ex.route.r.StreamContentType, "ndjson") {
-		out = append(append(out, body...), '\n')
-	} else {
-		out = append(append(append(out, "data: "...), body...), '\n', '\n')
+	var out plugcall.EncodedError
+	if perr := ex.calls.EncodeError(s.baseCtx, ex.tver, &ce, true, ex.buf, &out); perr == nil && len(out.Body) > 0 {
+		ex.write(w, out.Body)
+		return
 	}
-	ex.list = out
-	ex.write(w, out)
+	ex.list = nativeStreamError(ex.list[:0], &ce, ex.route.ndjson)
+	ex.write(w, ex.list)
 }
 
 // truncated is the error for a backend stream that ended before its end

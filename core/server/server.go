@@ -1,8 +1,11 @@
-// Package server is the gateway's HTTP front: a fasthttp handler that
-// authenticates, hands the body to the route's translator plugin, picks a
-// backend, proxies through the backend's adapter plugin, and relays the
-// answer (streamed or not) in the client's own format.
+// Package server is the gateway's HTTP front: a fasthttp handler that runs
+// each request through an ordered chain of native stages (stages.go) —
+// authenticate, limit, read, check, decode, admit, attempt — then answers
+// or relays a stream in the client's own format and hands the request's
+// Outcome to the registered observers.
 //
+// The pipeline knows endpoint kinds, not route names: a translator's
+// manifest declares each route's kind, and the kind selects the chain.
 // *fasthttp.RequestCtx never leaves this package and is never kept after a
 // handler returns; a streamed response's relay goroutine owns only the
 // per-request exchange it was given.
@@ -10,7 +13,7 @@ package server
 
 import (
 	"context"
-	"errors"
+	"crypto/subtle"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -25,20 +28,43 @@ import (
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
+// Limiter enforces per-principal limits (rate, concurrency, budget) before
+// a request costs anything. release, when not nil, runs when the request
+// finishes. Until accounts exist the server uses NoLimits.
+type Limiter interface {
+	Limit(ctx context.Context, p *auth.Principal) (release func(), err error)
+}
+
+// NoLimits admits everything.
+type NoLimits struct{}
+
+// Limit implements Limiter.
+func (NoLimits) Limit(context.Context, *auth.Principal) (func(), error) { return nil, nil }
+
 // Server serves the client APIs. Create with New.
 type Server struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	host  *pluginhost.Host
-	reg   *backend.Registry
-	authn auth.Authenticator
-	met   *metrics
-	ready atomic.Bool
+	cfg       *config.Config
+	log       *slog.Logger
+	host      *pluginhost.Host
+	reg       *backend.Registry
+	authn     auth.Authenticator
+	limiter   Limiter
+	admitter  sched.Admitter
+	observers []outcome.Observer
+	met       *metrics
+	ready     atomic.Bool
+	routes    routeTable
+	chains    map[sdk.Endpoint][]stage
+
+	buffered   atomic.Int64 // request body bytes held by all requests
+	metricsKey []byte
 
 	exchanges sync.Pool
 	baseCtx   context.Context
@@ -51,164 +77,206 @@ type Options struct {
 	Host     *pluginhost.Host
 	Registry *backend.Registry
 	Auth     auth.Authenticator
-	Logger   *slog.Logger
+	Limiter  Limiter        // nil: NoLimits
+	Admitter sched.Admitter // nil: sched.NewLeastLoaded over Registry
+	// Observers are told about every finished request, in order.
+	Observers []outcome.Observer
+	Logger    *slog.Logger
 }
 
 // New returns a Server; it is not ready until SetReady(true).
 func New(ctx context.Context, o Options) *Server {
 	s := &Server{cfg: o.Config, log: o.Logger.With("component", "server"), host: o.Host,
-		reg: o.Registry, authn: o.Auth, met: newMetrics(), baseCtx: ctx}
+		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter,
+		observers: o.Observers, met: newMetrics(), baseCtx: ctx}
+	if s.limiter == nil {
+		s.limiter = NoLimits{}
+	}
+	if s.admitter == nil {
+		s.admitter = sched.NewLeastLoaded(o.Registry, o.Config.Timeouts.QueueWait.D())
+	}
+	if k := o.Config.Metrics.Key; k != "" {
+		s.metricsKey = []byte(k)
+	}
+	s.routes.host = o.Host
+	s.chains = s.buildChains()
 	s.exchanges.New = func() any { return newExchange() }
+	lim := o.Config.Limits
 	s.srv = &fasthttp.Server{
-		Handler:                       s.Handle,
-		ErrorHandler:                  s.handleTransportError,
+		Handler:      s.Handle,
+		ErrorHandler: s.handleTransportError,
+		// fasthttp logs connection errors with raw request bytes, which can
+		// carry credentials: they go through the redacting logger at debug.
+		Logger:                        fasthttpLogger{s.log},
 		Name:                          "mindrouter",
-		MaxRequestBodySize:            o.Config.Limits.MaxBodyBytes,
-		ReadTimeout:                   2 * time.Minute,
+		ReadBufferSize:                lim.MaxHeaderBytes,
+		ReadTimeout:                   o.Config.Timeouts.HeaderRead.D(),
 		IdleTimeout:                   2 * time.Minute,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
 		CloseOnShutdown:               true,
+		// The body is read by the read stage, after the key was checked:
+		// fasthttp prefetches only small bodies (up to prefetchBytes).
+		StreamRequestBody:  true,
+		MaxRequestBodySize: prefetchBytes,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: o.Config.Timeouts.BodyRead.D()}
+		},
+		ExpectHandler: s.expect,
 	}
 	return s
+}
+
+// prefetchBytes is how much body fasthttp reads before the handler runs.
+const prefetchBytes = 16 << 10
+
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	// Parse and connection errors; their text may quote request bytes, so
+	// they are logged at debug (the redacting handler removes keys) and
+	// the client gets a classified error from handleTransportError.
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("http transport", "detail", sprintf(format, args...))
+	}
 }
 
 // SetReady flips /readyz.
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
-// Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve accepts connections on ln until Shutdown. At most
+// limits.max_connections are served at once; beyond that a connection gets
+// a 503 with Retry-After and is closed.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(newLimitListener(ln, s.cfg.Limits.MaxConnections, &s.met.connRefused))
+}
 
 // Shutdown stops accepting and waits for open requests, up to ctx.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
-// route is a translator route resolved for one request.
-type route struct {
-	plugin *pluginhost.Plugin
-	r      sdk.Route
-}
-
-// findRoute finds the translator route serving method and path. There are a
-// handful of translators with a few routes each: a linear scan of manifests
-// costs less than keeping an index in step with hot reloads.
-func (s *Server) findRoute(method, path []byte) (route, bool) {
-	for _, p := range s.host.Plugins() {
-		m := p.Manifest()
-		if m.Kind != sdk.KindTranslator {
-			continue
-		}
-		for _, r := range m.Routes {
-			if r.Path == string(path) && (r.Method == "" || r.Method == string(method)) {
-				return route{plugin: p, r: r}, true
-			}
-		}
-	}
-	return route{}, false
-}
-
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	switch string(ctx.Path()) {
-	case "/healthz":
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetBodyString("ok\n")
-		return
-	case "/readyz":
-		ctx.SetContentType("text/plain; charset=utf-8")
-		if !s.ready.Load() {
-			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-			ctx.SetBodyString("not ready\n")
-			return
-		}
-		ctx.SetBodyString("ready\n")
-		return
-	case "/metrics":
-		ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
-		s.met.write(ctx, s.reg)
-		s.host.WriteMetrics(ctx)
+	if s.builtin(ctx) {
 		return
 	}
-
 	ex := s.exchanges.Get().(*exchange)
-	ex.begin(s)
+	ex.begin(s, ctx)
 	defer s.recoverPanic(ctx, ex)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	rt, ok := s.findRoute(ctx.Method(), ctx.Path())
+	rt, allow, known := s.routes.index().lookup(ctx.Method(), ctx.Path())
+	if rt == nil {
+		ctx.SetConnectionClose() // the body, if any, is not read
+		if known {
+			ctx.Response.Header.Set("Allow", allow)
+			s.fail(ctx, ex, apierr.New(canon.ErrInvalidRequest, "method_not_allowed",
+				"method "+logTrunc(ctx.Method())+" is not allowed on "+logTrunc(ctx.Path())+"; allowed: "+allow), fasthttp.StatusMethodNotAllowed)
+		} else {
+			s.fail(ctx, ex, apierr.New(canon.ErrNotFound, "unknown_route",
+				"no route for "+logTrunc(ctx.Method())+" "+logTrunc(ctx.Path())), 0)
+		}
+		s.finish(ctx, ex)
+		return
+	}
+	ex.setRoute(rt)
+	chain, ok := s.chains[rt.kind]
 	if !ok {
-		s.fail(ctx, ex, route{}, apierr.New(canon.ErrNotFound, "unknown_route",
-			"no route for "+string(ctx.Method())+" "+string(ctx.Path())))
+		ctx.SetConnectionClose()
+		s.fail(ctx, ex, apierr.New(canon.ErrNotFound, "unknown_route",
+			"route "+rt.r.Name+" ("+string(rt.kind)+") is not served by this gateway"), 0)
 		s.finish(ctx, ex)
 		return
 	}
-	ex.route = rt
-	if _, err := s.authenticate(ctx); err != nil {
-		s.fail(ctx, ex, rt, err)
-		s.finish(ctx, ex)
-		return
-	}
-	switch rt.r.Name {
-	case "chat":
-		if s.chat(ctx, ex) {
+	for _, st := range chain {
+		t0 := time.Now()
+		err := st.run(ctx, ex)
+		if sn := st.stage(); sn < outcome.NumStages {
+			ex.out.Stages[sn] += time.Since(t0)
+		}
+		if err == errHandedOff {
 			return // a stream owns ex now and finishes it
 		}
-	case "models":
-		s.models(ctx, ex)
-	default:
-		s.fail(ctx, ex, rt, apierr.New(canon.ErrNotFound, "unknown_route", "route "+rt.r.Name+" is not served by this gateway"))
-	}
-	s.finish(ctx, ex)
-}
-
-func (s *Server) authenticate(ctx *fasthttp.RequestCtx) (auth.Principal, error) {
-	key := auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), ctx.Request.Header.Peek("X-API-Key"))
-	p, err := s.authn.Authenticate(s.baseCtx, key)
-	if err != nil {
-		msg := "invalid API key"
-		if errors.Is(err, auth.ErrNoKey) {
-			msg = "missing API key: send Authorization: Bearer mr2_... or X-API-Key"
+		if err != nil {
+			s.fail(ctx, ex, err, 0)
+			break
 		}
-		return p, apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", msg, err)
 	}
-	return p, nil
-}
-
-// handleTransportError answers requests fasthttp could not parse, such as a
-// body over the limit, in the route's dialect when the path is known.
-func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
-	ex := s.exchanges.Get().(*exchange)
-	ex.begin(s)
-	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	rt, _ := s.findRoute(ctx.Method(), ctx.Path())
-	ex.route = rt
-	var e *apierr.Error
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		e = apierr.Wrap(canon.ErrRequestTooLarge, "request_too_large",
-			"request body is larger than the limit of "+strconv.Itoa(s.cfg.Limits.MaxBodyBytes)+" bytes", err)
-	} else {
-		e = apierr.Wrap(canon.ErrInvalidRequest, "bad_request", "malformed HTTP request", err)
-	}
-	s.fail(ctx, ex, rt, e)
-	ctx.SetConnectionClose()
 	s.finish(ctx, ex)
 }
 
-// models answers the model list through the translator.
-func (s *Server) models(ctx *fasthttp.RequestCtx, ex *exchange) {
-	list := s.reg.Models()
-	ex.buf = list.AppendJSON(ex.buf[:0])
-	if err := ex.route.plugin.Call(s.baseCtx, opModelsEncode, pluginhost.CallInput{RequestID: ex.num, Payload: ex.buf}, &ex.tres); err != nil {
-		s.fail(ctx, ex, ex.route, pluginFailure(err))
-		return
+// builtin serves the gateway's own endpoints.
+func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
+	switch string(ctx.Path()) {
+	case "/healthz":
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"alive","timestamp":` + strconv.FormatInt(time.Now().Unix(), 10) + "}")
+		return true
+	case "/readyz":
+		s.readyz(ctx)
+		return true
+	case "/metrics":
+		if s.cfg.Metrics.Listen != "" {
+			return false // served on its own listener only: 404 here
+		}
+		s.ServeMetrics(ctx)
+		return true
 	}
-	ctx.SetContentType(contentType(ex.tres.Meta, "application/json"))
-	ctx.SetBody(ex.tres.Payload)
+	return false
+}
+
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	ready, serving := s.ready.Load(), s.reg.Serving()
+	status := "ready"
+	if !ready || !serving {
+		status = "not_ready"
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.Response.Header.Set("Retry-After", "5")
+	}
+	ctx.SetBodyString(`{"status":"` + status + `","checks":{"started":` + strconv.FormatBool(ready) +
+		`,"backends":` + strconv.FormatBool(serving) + `}}`)
+}
+
+// ServeMetrics answers a Prometheus scrape; with metrics.key set it wants
+// "Authorization: Bearer <key>".
+func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
+	if s.metricsKey != nil {
+		got := auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), nil)
+		if subtle.ConstantTimeCompare(got, s.metricsKey) != 1 {
+			ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			return
+		}
+	}
+	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	s.met.write(ctx, s.reg, s.buffered.Load())
+	s.host.WriteMetrics(ctx)
+}
+
+// expect answers "Expect: 100-continue" only for a known route and a valid
+// key, so an unauthenticated client never gets to send its body.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path())
+	if rt == nil {
+		return fasthttp.StatusExpectationFailed
+	}
+	key, err := keyFromHeaders(&ctx.Request.Header)
+	if err != nil {
+		return fasthttp.StatusBadRequest
+	}
+	if _, err := s.authn.Authenticate(s.baseCtx, key); err != nil {
+		return fasthttp.StatusUnauthorized
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > s.cfg.Limits.MaxBodyBytes {
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
 
 // recoverPanic turns a bug that panics while serving one request into a
 // 500 for that request (fasthttp would let it kill the process). The
-// exchange gives back its slot and plugin pins but is not pooled again:
-// its state is unknown.
+// exchange gives back what it holds but is not pooled again: its state is
+// unknown.
 func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, ex *exchange) {
 	r := recover()
 	if r == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/gateway"
+	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/pluginhost/conformance"
 )
 
@@ -70,7 +71,9 @@ func serve(args []string) error {
 	}
 	level := slog.LevelInfo
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// Every log line passes the redacting handler: no key reaches the log
+	// even if a library quotes raw request bytes.
+	log := slog.New(logredact.Handler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -90,15 +93,16 @@ func serve(args []string) error {
 		var raw [24]byte
 		_, _ = rand.Read(raw[:])
 		key = "mr2_" + hex.EncodeToString(raw[:])
-		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; generated admin key for this run:\n\n    %s\n\n", key)
+		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; generated admin key for this run (shown once):\n\n    export ADMIN_API_KEY=%s\n\n", key)
 	}
 	g, err := gateway.Start(ctx, gateway.Options{Config: cfg, AdminKey: key, Logger: log, WatchPlugins: 2 * time.Second})
 	if err != nil {
 		return err
 	}
 	log.Info("mindrouter listening", "addr", g.Addr.String())
-	fmt.Fprintf(os.Stderr, "try:\n  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n\n",
-		g.Addr, key, firstModel(cfg))
+	// The generated key was shown once above; the hint names it by variable.
+	fmt.Fprintf(os.Stderr, "try:\n  curl -s http://%s/v1/chat/completions -H \"Authorization: Bearer $ADMIN_API_KEY\" -H 'Content-Type: application/json' -d '{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n\n",
+		g.Addr, firstModel(cfg))
 	select {
 	case <-ctx.Done():
 	case err := <-g.Done():

@@ -1,0 +1,90 @@
+// Package outcome is the record of one finished request: who asked for
+// what, where it went, what it cost and how it ended. The server fills one
+// Outcome per request and hands it to every registered Observer when the
+// request finishes; quota settlement and audit attach there.
+package outcome
+
+import "time"
+
+// Stage names a step of the request pipeline whose time is recorded.
+type Stage uint8
+
+// Pipeline stages, in order.
+const (
+	StageAuth    Stage = iota // key check
+	StageLimit                // quotas and rate limits
+	StageRead                 // reading the body (after authentication)
+	StageCheck                // native JSON pre-check
+	StageDecode               // translator: client body → canonical
+	StageAdmit                // scheduling: waiting for a backend slot
+	StageEncode               // adapter: canonical → backend body
+	StageBackend              // backend call until the response headers (complete body when not streamed)
+	StageRespond              // response translation and write; for a stream, the whole relay
+	NumStages
+)
+
+var stageNames = [NumStages]string{"auth", "limit", "read", "check", "decode", "admit", "encode", "backend", "respond"}
+
+// String names the stage for logs and metrics.
+func (s Stage) String() string {
+	if s < NumStages {
+		return stageNames[s]
+	}
+	return "unknown"
+}
+
+// Usage counts tokens as the backend reported them.
+type Usage struct {
+	Prompt, Completion, Reasoning, Cached int
+	// Reported is true when the backend reported usage; false means the
+	// figures are zero or, once estimation exists, estimated.
+	Reported bool
+}
+
+// Outcome is the record of one request. The server owns it; an Observer
+// must copy what it keeps.
+type Outcome struct {
+	RequestID string
+	Route     string // route name from the translator's manifest
+	Kind      string // endpoint kind
+	Dialect   string // the translator's format
+	Model     string
+	Stream    bool
+
+	KeyID, User, Group string
+
+	Backend  string // the last backend tried ("" when none was)
+	Attempts int    // backend attempts made
+
+	Status     int    // HTTP status sent (499: the client went away)
+	ErrorCode  string // machine-readable error code, "" on success
+	Error      string // error text for logs (never shown to clients as is)
+	ClientGone bool   // the client disconnected before the answer was complete
+
+	Usage        Usage
+	FinishReason string
+
+	Start    time.Time
+	Duration time.Duration
+	Stages   [NumStages]time.Duration
+
+	BytesIn  int64 // request body
+	BytesOut int64 // response body or stream bytes
+	Chunks   int   // stream writes
+}
+
+// Reset clears o for reuse.
+func (o *Outcome) Reset() { *o = Outcome{} }
+
+// Observer is told about every finished request, on the request's own
+// goroutine, after the response was written. It must be fast and must not
+// block (queue slow work), and must not keep o after returning.
+type Observer interface {
+	Observe(o *Outcome)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(o *Outcome)
+
+// Observe implements Observer.
+func (f ObserverFunc) Observe(o *Outcome) { f(o) }

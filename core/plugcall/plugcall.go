@@ -1,0 +1,289 @@
+// Package plugcall is the typed layer between the gateway and the plugin
+// ABI: one method per op, taking and returning Go values, so the request
+// pipeline never builds or parses ABI metadata itself. A Calls value holds
+// the reusable buffers of one request (it is pooled with the request's
+// exchange); its results alias those buffers and are valid until the next
+// call of the same kind.
+package plugcall
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Calls makes the plugin calls of one request.
+type Calls struct {
+	RequestID uint64 // for plugin log correlation
+	Route     string // route name, sent as meta to translator ops
+	Kind      string // endpoint kind, sent as meta to translator ops
+
+	meta []byte
+	t, a pluginhost.Result
+}
+
+// Reset readies c for another request.
+func (c *Calls) Reset(requestID uint64, route, kind string) {
+	c.RequestID, c.Route, c.Kind = requestID, route, kind
+}
+
+func (c *Calls) routeMeta() []byte {
+	c.meta = abi.AppendMeta(c.meta[:0], abi.MetaRoute, c.Route)
+	c.meta = abi.AppendMeta(c.meta, abi.MetaKind, c.Kind)
+	return c.meta
+}
+
+// Request is what the translator reports about a decoded request: the
+// fields the gateway routes, schedules and accounts on.
+type Request struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	MaxTokens    int    // 0: not set
+	Canonical    []byte // canonical request JSON (aliases the call buffers)
+}
+
+// DecodeRequest runs the translator's request_decode op.
+func (c *Calls) DecodeRequest(ctx context.Context, t *pluginhost.Version, body []byte, r *Request) error {
+	if err := t.Call(ctx, abi.OpRequestDecode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.routeMeta(), Payload: body}, &c.t); err != nil {
+		return err
+	}
+	m := c.t.Meta
+	r.Model = metaString(m, abi.MetaModel)
+	r.Stream = metaFlag(m, abi.MetaStream)
+	r.IncludeUsage = metaFlag(m, abi.MetaIncludeUsage)
+	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
+	r.Canonical = c.t.Payload
+	return nil
+}
+
+// BackendRequest is what an adapter wants sent to its backend.
+type BackendRequest struct {
+	Method, Path, ContentType string
+	Body                      []byte // aliases the call buffers
+}
+
+// EncodeRequest runs the adapter's request_encode op.
+func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canonical []byte, r *BackendRequest) error {
+	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Payload: canonical}, &c.a); err != nil {
+		return err
+	}
+	m := c.a.Meta
+	r.Method = metaConst(m, abi.MetaMethod, "POST")
+	r.Path = metaConst(m, abi.MetaPath, "/")
+	r.ContentType = metaConst(m, abi.MetaContentType, "application/json")
+	r.Body = c.a.Payload
+	return nil
+}
+
+// Decoded is a backend answer in canonical form, with the usage the
+// adapter saw.
+type Decoded struct {
+	Canonical    []byte // canonical JSON (aliases the call buffers)
+	Usage        outcome.Usage
+	FinishReason string
+	Done         bool // stream: the backend signalled the end
+}
+
+// DecodeResponse runs the adapter's response_decode op.
+func (c *Calls) DecodeResponse(ctx context.Context, a *pluginhost.Version, body []byte, d *Decoded) error {
+	if err := a.Call(ctx, abi.OpResponseDecode, pluginhost.CallInput{RequestID: c.RequestID, Payload: body}, &c.a); err != nil {
+		return err
+	}
+	c.decoded(d)
+	return nil
+}
+
+// DecodeStream runs the adapter's stream_decode op on a list of framed
+// events. state is the stream's state blob, replaced in place.
+func (c *Calls) DecodeStream(ctx context.Context, a *pluginhost.Version, flags uint32, state *[]byte, events []byte, d *Decoded) error {
+	if err := a.Call(ctx, abi.OpStreamDecode, pluginhost.CallInput{RequestID: c.RequestID, Flags: flags, State: *state, Payload: events}, &c.a); err != nil {
+		return err
+	}
+	*state = append((*state)[:0], c.a.State...)
+	c.decoded(d)
+	d.Done = c.a.Flags&abi.ResultStreamDone != 0
+	return nil
+}
+
+func (c *Calls) decoded(d *Decoded) {
+	m := c.a.Meta
+	d.Canonical = c.a.Payload
+	d.Done = false
+	if v, ok := abi.MetaGet(m, abi.MetaPromptTokens); ok {
+		d.Usage = outcome.Usage{
+			Prompt:     atoi(v),
+			Completion: metaInt(m, abi.MetaCompletionTokens),
+			Reasoning:  metaInt(m, abi.MetaReasoningTokens),
+			Cached:     metaInt(m, abi.MetaCachedTokens),
+			Reported:   true,
+		}
+	} else {
+		d.Usage = outcome.Usage{}
+	}
+	d.FinishReason = metaConst(m, abi.MetaFinishReason, "")
+}
+
+// Header is the gateway's identity of a response, repeated by the
+// translator in the client's format.
+type Header struct {
+	ID           string
+	Model        string
+	Created      int64
+	IncludeUsage bool
+}
+
+// Encoded is a translator's output.
+type Encoded struct {
+	Body        []byte // aliases the call buffers
+	ContentType string // "" when the plugin set none
+}
+
+func (c *Calls) headerMeta(h *Header) []byte {
+	m := c.routeMeta()
+	m = abi.AppendMeta(m, abi.MetaID, h.ID)
+	m = abi.AppendMeta(m, abi.MetaModel, h.Model)
+	var b [20]byte
+	m = abi.AppendMetaBytes(m, abi.MetaCreated, strconv.AppendInt(b[:0], h.Created, 10))
+	if h.IncludeUsage {
+		m = abi.AppendMeta(m, abi.MetaIncludeUsage, "1")
+	}
+	c.meta = m
+	return m
+}
+
+// EncodeResponse runs the translator's response_encode op.
+func (c *Calls) EncodeResponse(ctx context.Context, t *pluginhost.Version, h *Header, canonical []byte, e *Encoded) error {
+	if err := t.Call(ctx, abi.OpResponseEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.headerMeta(h), Payload: canonical}, &c.t); err != nil {
+		return err
+	}
+	e.Body, e.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
+	return nil
+}
+
+// StreamMeta prepares the metadata of a stream's encode calls once; pass
+// the result to EncodeStream.
+func (c *Calls) StreamMeta(h *Header, dst []byte) []byte {
+	return append(dst[:0], c.headerMeta(h)...)
+}
+
+// EncodeStream runs the translator's stream_encode op on a list of
+// canonical chunks. meta comes from StreamMeta; state is replaced in place.
+func (c *Calls) EncodeStream(ctx context.Context, t *pluginhost.Version, flags uint32, meta []byte, state *[]byte, chunks []byte) ([]byte, error) {
+	if err := t.Call(ctx, abi.OpStreamEncode, pluginhost.CallInput{RequestID: c.RequestID, Flags: flags, State: *state, Meta: meta, Payload: chunks}, &c.t); err != nil {
+		return nil, err
+	}
+	*state = append((*state)[:0], c.t.State...)
+	return c.t.Payload, nil
+}
+
+// EncodedError is a translator's rendering of an error.
+type EncodedError struct {
+	Body        []byte
+	ContentType string
+	Status      int // 0: keep the gateway's
+}
+
+// EncodeError runs the translator's error_encode op on a canonical error.
+// With stream, the body ends an open stream and comes framed.
+func (c *Calls) EncodeError(ctx context.Context, t *pluginhost.Version, e *canon.Error, stream bool, scratch []byte, out *EncodedError) error {
+	m := c.routeMeta()
+	if stream {
+		m = abi.AppendMeta(m, abi.MetaStream, "1")
+	}
+	c.meta = m
+	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
+		return err
+	}
+	out.Body, out.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
+	out.Status = 0
+	if n := metaInt(c.t.Meta, abi.MetaStatus); n >= 400 && n < 600 {
+		out.Status = n
+	}
+	return nil
+}
+
+// DecodeError runs the adapter's error_decode op on a backend's error
+// response.
+func (c *Calls) DecodeError(ctx context.Context, a *pluginhost.Version, status int, body []byte, e *canon.Error) error {
+	var b [8]byte
+	c.meta = abi.AppendMetaBytes(c.meta[:0], abi.MetaStatus, strconv.AppendInt(b[:0], int64(status), 10))
+	if err := a.Call(ctx, abi.OpErrorDecode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.meta, Payload: body}, &c.a); err != nil {
+		return err
+	}
+	*e = canon.Error{}
+	return e.DecodeJSON(c.a.Payload)
+}
+
+// EncodeModels runs the translator's models_encode op.
+func (c *Calls) EncodeModels(ctx context.Context, t *pluginhost.Version, list []byte, e *Encoded) error {
+	if err := t.Call(ctx, abi.OpModelsEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.routeMeta(), Payload: list}, &c.t); err != nil {
+		return err
+	}
+	e.Body, e.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
+	return nil
+}
+
+// DecodeProbe runs an adapter's probe_decode op for the probe named probe
+// that answered HTTP status with body.
+func DecodeProbe(ctx context.Context, a *pluginhost.Version, probe string, status int, body []byte, res *pluginhost.Result, d *canon.Discovery) error {
+	var b [8]byte
+	meta := abi.AppendMeta(nil, abi.MetaProbe, probe)
+	meta = abi.AppendMetaBytes(meta, abi.MetaStatus, strconv.AppendInt(b[:0], int64(status), 10))
+	if err := a.Call(ctx, abi.OpProbeDecode, pluginhost.CallInput{Meta: meta, Payload: body}, res); err != nil {
+		return err
+	}
+	*d = canon.Discovery{}
+	return d.DecodeJSON(res.Payload)
+}
+
+func metaString(m []byte, key string) string {
+	v, _ := abi.MetaGet(m, key)
+	return string(v)
+}
+
+func metaFlag(m []byte, key string) bool {
+	v, _ := abi.MetaGet(m, key)
+	return len(v) == 1 && v[0] == '1'
+}
+
+func metaInt(m []byte, key string) int {
+	v, _ := abi.MetaGet(m, key)
+	return atoi(v)
+}
+
+func atoi(v []byte) int {
+	n := 0
+	if len(v) == 0 || len(v) > 12 {
+		return 0
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// metaConst returns the value of key without allocating for the values
+// plugins commonly send, else a copy, else def.
+func metaConst(m []byte, key, def string) string {
+	v, ok := abi.MetaGet(m, key)
+	if !ok || len(v) == 0 {
+		return def
+	}
+	for _, s := range common {
+		if string(v) == s {
+			return s
+		}
+	}
+	return string(v)
+}
+
+var common = [...]string{"POST", "GET", "application/json", "application/x-ndjson", "text/event-stream",
+	"/v1/chat/completions", "/api/chat", "stop", "length", "tool_calls", "content_filter"}

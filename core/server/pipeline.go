@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/logredact"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+var errPluginGone = errors.New("plugin was unloaded")
+
+// selfTimed is the stage() of a stage that records its own sub-stages.
+const selfTimed = outcome.NumStages
+
+// attempt sends the request to the admitted backend through its adapter:
+// encode, then call, until the response headers (a stream) or the whole
+// response. A call that fails before any response byte — the backend
+// unreachable, its connection dead — is re-run once on another backend
+// when the scheduler has one.
+type attempt struct {
+	s   *Server
+	max int
+}
+
+func (attempt) stage() outcome.Stage { return selfTimed }
+
+func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	s := a.s
+	for {
+		b := ex.backend
+		ex.out.Attempts++
+		ad := b.Adapter()
+		if ad == nil { // its adapter was unloaded by a reload since admission
+			return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		}
+		if ex.aver != nil {
+			ex.aver.Release()
+		}
+		ex.aver = ad.Pin()
+		t0 := time.Now()
+		err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut)
+		t1 := time.Now()
+		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
+		if err != nil {
+			return pluginFailure(err)
+		}
+		ex.prepareBackendRequest()
+		if ex.req.Stream {
+			err = b.DoStream(ex.breq, ex.bresp) //TMPCTX
+		} else {
+			err = b.Do(ex.breq, ex.bresp, s.cfg.Timeouts.Request.D()) //TMPCTX
+		}
+		ex.out.Stages[outcome.StageBackend] += time.Since(t1)
+		if err == nil {
+			return nil
+		}
+		if ex.ctx.Err() != nil {
+			return errClientGone(err)
+		}
+		if ex.out.Attempts >= a.max || !retryable(err) || !a.another(ex) {
+			return backendUnreachable(b.Name, err)
+		}
+		s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
+			slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.String("error", err.Error()))
+	}
+}
+
+// another moves ex to a lease on a backend this request has not tried.
+func (a attempt) another(ex *exchange) bool {
+	tried := ex.backend
+	ex.lease.Release()
+	ex.lease = nil
+	ex.sreq.Exclude = append(ex.sreq.Exclude, tried)
+	ex.bresp.Reset()
+	l, err := a.s.admitter.Admit(ex.ctx, &ex.sreq)
+	if err != nil {
+		return false
+	}
+	ex.lease, ex.backend = l, l.Backend()
+	for _, b := range ex.sreq.Exclude {
+		if b == ex.backend {
+			return false // nowhere else to go; the lease is released at finish
+		}
+	}
+	ex.out.Backend = ex.backend.Name
+	return true
+}
+
+// retryable: the request failed before the backend saw it or answered it;
+// a timeout is not retried (the backend may be generating).
+func retryable(err error) bool {
+	return !errors.Is(err, fasthttp.ErrTimeout) && !isTimeout(err) && !errors.Is(err, context.Canceled)
+}
+
+func errClientGone(err error) error {
+	return apierr.Wrap(canon.ErrInvalidRequest, "client_closed_request", "the client closed the connection", err).WithStatus(statusClientClosed)
+}
+
+// statusClientClosed is nginx's 499: recorded, never sent.
+const statusClientClosed = 499
+
+func (ex *exchange) prepareBackendRequest() {
+	req, r := ex.breq, &ex.breqOut
+	req.Reset()
+	req.SetRequestURI(ex.backend.URL(r.Path))
+	req.Header.SetMethod(r.Method)
+	req.Header.SetContentType(r.ContentType)
+	req.Header.Set("X-Request-ID", ex.id)
+	req.SetBody(r.Body)
+}
+
+// respond answers from the backend's response: translated whole, or
+// handed to a stream relay.
+type respond struct{}
+
+func (respond) stage() outcome.Stage { return outcome.StageRespond }
+
+func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	ex.watch.stop()
+	if ex.req.Stream {
+		return ex.startStream(ctx)
+	}
+	// The backend answered: its slot is free for the next request now,
+	// before the translation.
+	ex.lease.Release()
+	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
+		return ex.backendError(code, ex.bresp.Body())
+	}
+	if err := ex.calls.DecodeResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
+		return pluginFailure(err)
+	}
+	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
+	if err := ex.calls.EncodeResponse(ex.ctx, ex.tver, ex.header(), ex.dec.Canonical, &ex.enc); err != nil {
+		return pluginFailure(err)
+	}
+	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
+	ctx.SetBody(ex.enc.Body)
+	ex.out.BytesOut = int64(len(ex.enc.Body))
+	return nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// maxBackendMessage bounds a backend's error message passed to a client.
+const maxBackendMessage = 512
+
+// backendError relays a backend's error status, decoded by the adapter and
+// rendered in the client's dialect. Only the adapter's structured message
+// reaches the client (bounded, or replaced by a generic one when
+// errors.backend_messages is generic); the raw body goes to the log.
+func (ex *exchange) backendError(code int, body []byte) error {
+	ex.out.Error = "backend " + ex.backend.Name + " answered HTTP " + strconv.Itoa(code) + ": " +
+		logredact.Truncate(string(body), 1024)
+	var ce canon.Error
+	err := ex.calls.DecodeError(ex.ctx, ex.aver, code, body, &ce)
+	if err != nil || ce.Status < 400 {
+		return apierr.New(canon.ErrBackend, "backend_error", "the backend "+ex.backend.Name+" answered HTTP "+strconv.Itoa(code))
+	}
+	if ce.Type == "" {
+		ce.Type = canon.ErrBackend
+	}
+	msg := logredact.Truncate(ce.Message, maxBackendMessage)
+	if ex.s.cfg.Errors.BackendMessages == "generic" {
+		msg = genericMessage(ce.Status)
+	}
+	e := &apierr.Error{Type: ce.Type, Status: ce.Status, Code: ce.Code, Msg: msg, Param: logredact.Truncate(ce.Param, 128)}
+	if ce.Status == fasthttp.StatusServiceUnavailable || ce.Status == fasthttp.StatusTooManyRequests {
+		e.RetryAfter = 2
+	}
+	return e
+}
+
+func genericMessage(status int) string {
+	switch {
+	case status == 404:
+		return "the model or resource was not found on the backend"
+	case status == 429:
+		return "the backend is rate limiting, retry shortly"
+	case status < 500:
+		return "the backend rejected the request"
+	}
+	return "the backend failed to process the request"
+}
+
+// startStream, with the backend's response headers in, hands a 200 to a
+// relay; any other status is answered as an error now, before the client
+// sees a stream.
+func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
+	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(ex.bresp.BodyStream(), 1<<20))
+		_ = ex.bresp.CloseBodyStream()
+		return ex.backendError(code, body)
+	}
+	ct := ex.route.r.StreamContentType
+	if ct == "" {
+		ct = "text/event-stream"
+	}
+	ctx.SetContentType(ct)
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ex.split = ex.sse
+	if ex.aver.Manifest().Framing == "ndjson" {
+		ex.split = ex.ndjson
+	}
+	ex.split.Reset()
+	ex.meta = ex.calls.StreamMeta(ex.header(), ex.meta)
+	ex.s.met.streams.Add(1)
+	ctx.SetBodyStreamWriter(ex.relay)
+	return errHandedOff
+}
+
+// models answers the model list through the translator.
+type models struct{}
+
+func (models) stage() outcome.Stage { return outcome.StageRespond }
+
+func (models) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	list := ex.s.reg.Models()
+	ex.buf = list.AppendJSON(ex.buf[:0])
+	ex.tver = ex.route.plugin.Pin()
+	if ex.tver == nil {
+		return pluginFailure(errPluginGone)
+	}
+	if err := ex.calls.EncodeModels(ex.ctx, ex.tver, ex.buf, &ex.enc); err != nil {
+		return pluginFailure(err)
+	}
+	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
+	ctx.SetBody(ex.enc.Body)
+	return nil
+}

@@ -1,0 +1,321 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/jsonscan"
+	"github.com/mindrouter/mindrouter/core/logredact"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/sched"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// stage is one step of the request pipeline with one job. run returns nil
+// to go on, errHandedOff when a stream took over the exchange, or the error
+// to answer in the client's dialect. Each stage's time is recorded on the
+// exchange's Outcome under stage().
+type stage interface {
+	stage() outcome.Stage
+	run(ctx *fasthttp.RequestCtx, ex *exchange) error
+}
+
+// errHandedOff: the exchange now belongs to a stream relay.
+var errHandedOff = errors.New("server: exchange handed off to a stream")
+
+// buildChains assembles each endpoint kind's stages.
+func (s *Server) buildChains() map[sdk.Endpoint][]stage {
+	authn := authenticate{s.authn}
+	limit := limitStage{s.limiter}
+	return map[sdk.Endpoint][]stage{
+		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, admit{s.admitter},
+			attempt{s, maxAttempts}, respond{}},
+		sdk.EndpointModels: {authn, models{}},
+	}
+}
+
+// maxAttempts bounds backend attempts per request: a request whose first
+// attempt failed before any response byte (the backend unreachable or its
+// connection dead) is tried once more on another backend when there is
+// one. Retries across three backends with a per-attempt timeout come with
+// the scheduler.
+const maxAttempts = 2
+
+// authenticate checks the key from the headers, before any body is read.
+type authenticate struct{ authn auth.Authenticator }
+
+func (authenticate) stage() outcome.Stage { return outcome.StageAuth }
+
+func (a authenticate) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	key, err := keyFromHeaders(&ctx.Request.Header)
+	if err != nil {
+		return err
+	}
+	p, err := a.authn.Authenticate(ex.ctx, key)
+	if err != nil {
+		msg := "invalid API key"
+		if errors.Is(err, auth.ErrNoKey) {
+			msg = "missing API key: send Authorization: Bearer mr2_... or X-API-Key"
+		}
+		ctx.SetConnectionClose() // its body is not read
+		return apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", msg, err)
+	}
+	if !p.Has(auth.ScopeInference) {
+		ctx.SetConnectionClose()
+		return apierr.New(canon.ErrPermission, "insufficient_scope", "this API key may not call the model APIs")
+	}
+	ex.principal = p
+	ex.out.KeyID, ex.out.User, ex.out.Group = p.KeyID, p.User, p.Group
+	return nil
+}
+
+var errAmbiguousKey = apierr.New(canon.ErrInvalidRequest, "ambiguous_credentials",
+	"the request carries more than one API key header; send exactly one")
+
+// keyFromHeaders returns the one key the request carries. Two
+// Authorization headers, two X-API-Key headers, or both with different
+// values are refused: a proxy and a client disagreeing about who calls is
+// not resolved by picking one.
+func keyFromHeaders(h *fasthttp.RequestHeader) ([]byte, error) {
+	var authz, xkey []byte
+	nAuthz, nKey := 0, 0
+	for k, v := range h.All() {
+		switch {
+		case len(k) == 13 && bytes.EqualFold(k, []byte("Authorization")):
+			authz = v
+			nAuthz++
+		case len(k) == 9 && bytes.EqualFold(k, []byte("X-API-Key")):
+			xkey = v
+			nKey++
+		}
+	}
+	if nAuthz > 1 || nKey > 1 {
+		return nil, errAmbiguousKey
+	}
+	if nAuthz == 1 && nKey == 1 {
+		a := auth.KeyFromHeaders(authz, nil)
+		if !bytes.Equal(a, bytes.TrimSpace(xkey)) {
+			return nil, errAmbiguousKey
+		}
+	}
+	return auth.KeyFromHeaders(authz, xkey), nil
+}
+
+// limitStage asks the Limiter (quotas, rate limits; a no-op until accounts
+// exist).
+type limitStage struct{ l Limiter }
+
+func (limitStage) stage() outcome.Stage { return outcome.StageLimit }
+
+func (l limitStage) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	rel, err := l.l.Limit(ex.ctx, &ex.principal)
+	if err != nil {
+		return err
+	}
+	ex.unlimit = rel
+	return nil
+}
+
+// readBody reads the body of an authenticated request, bounded by
+// limits.max_body_bytes, timeouts.body_read, and the bytes all requests
+// together may hold (limits.max_buffered_body_bytes).
+type readBody struct{ s *Server }
+
+func (readBody) stage() outcome.Stage { return outcome.StageRead }
+
+func (r readBody) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	s := r.s
+	max := s.cfg.Limits.MaxBodyBytes
+	cl := ctx.Request.Header.ContentLength()
+	if cl > max {
+		ctx.SetConnectionClose()
+		return tooLarge(max)
+	}
+	want := int64(cl)
+	if cl < 0 { // chunked: count the most it may be
+		want = int64(max)
+	}
+	if s.buffered.Add(want) > s.cfg.Limits.MaxBufferedBodyBytes {
+		s.buffered.Add(-want)
+		ctx.SetConnectionClose()
+		e := apierr.New(canon.ErrOverloaded, "gateway_busy", "the gateway is receiving too many large requests, retry shortly")
+		e.RetryAfter = 1
+		return e
+	}
+	ex.bodyHeld = want
+	body, err := readLimited(ctx.RequestBodyStream(), ex.body[:0], max, cl)
+	ex.body = body
+	if err != nil {
+		ctx.SetConnectionClose()
+		switch {
+		case errors.Is(err, errTooLarge):
+			return tooLarge(max)
+		case isTimeout(err):
+			return apierr.Wrap(canon.ErrInvalidRequest, "request_timeout", "the request body did not arrive in time", err).WithStatus(fasthttp.StatusRequestTimeout)
+		}
+		return apierr.Wrap(canon.ErrInvalidRequest, "bad_request", "the request body could not be read", err)
+	}
+	ex.out.BytesIn = int64(len(body))
+	if cl < 0 { // give back what the chunked body did not use
+		s.buffered.Add(int64(len(body)) - want)
+		ex.bodyHeld = int64(len(body))
+	}
+	return nil
+}
+
+var errTooLarge = errors.New("body over the limit")
+
+func tooLarge(max int) error {
+	return apierr.New(canon.ErrRequestTooLarge, "request_too_large",
+		"request body is larger than the limit of "+itoa(int64(max))+" bytes")
+}
+
+// readLimited appends r to dst, failing once it would exceed max bytes.
+func readLimited(r io.Reader, dst []byte, max, sizeHint int) ([]byte, error) {
+	if r == nil {
+		return dst, nil
+	}
+	if sizeHint > 0 && cap(dst) < sizeHint {
+		dst = make([]byte, 0, sizeHint)
+	}
+	for {
+		if len(dst) == cap(dst) {
+			n := 2*cap(dst) + 4096
+			if n > max+1 {
+				n = max + 1
+			}
+			if n <= len(dst) {
+				return dst, errTooLarge
+			}
+			dst = append(dst[:cap(dst)], make([]byte, n-cap(dst))...)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > max {
+			return dst, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// precheck validates the JSON body natively, within nesting and size
+// limits, before a plugin spends memory on it, and reads the route's
+// routing fields: a model name must be a short string without control
+// characters (it is echoed in errors and logs, and routed on). It runs for
+// routes that declare routing fields (sdk.Route.Routing), which says their
+// body is a JSON object; a route without them gets its raw body, bounded
+// only by limits.max_body_bytes.
+type precheck struct{ s *Server }
+
+func (precheck) stage() outcome.Stage { return outcome.StageCheck }
+
+// maxModelName bounds a model name.
+const maxModelName = 256
+
+func (p precheck) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	if ex.route.r.Routing == nil {
+		return nil
+	}
+	lim := jsonscan.Limits{MaxDepth: p.s.cfg.Limits.MaxJSONDepth, MaxValues: p.s.cfg.Limits.MaxJSONValues}
+	if err := jsonscan.Scan(ex.body, ex.route.spec, lim, &ex.scan); err != nil {
+		var je *jsonscan.Error
+		if errors.As(err, &je) && je.Kind == jsonscan.ErrTooMany {
+			return apierr.Wrap(canon.ErrRequestTooLarge, "request_too_large", je.Error(), err)
+		}
+		return apierr.Wrap(canon.ErrInvalidRequest, "invalid_json", err.Error(), err)
+	}
+	if ex.route.spec == nil {
+		return nil
+	}
+	if v, ok := ex.scan.Get(fieldModel); ok {
+		return checkModel(ex, v)
+	}
+	return nil
+}
+
+func checkModel(ex *exchange, v jsonscan.Value) error {
+	ok := true
+	if !ok || v.Kind != jsonscan.String {
+		return nil // the translator says what is wrong, in its words
+	}
+	if v.End-v.Start > maxModelName+2 {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
+	}
+	name, err := jsonscan.AppendString(ex.buf[:0], ex.body, v)
+	ex.buf = name
+	if err != nil || jsonscan.HasControl(name) {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must not contain control characters")
+	}
+	return nil
+}
+
+// decode runs the translator's request decode: client body → canonical.
+type decode struct{}
+
+func (decode) stage() outcome.Stage { return outcome.StageDecode }
+
+func (decode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	ex.tver = ex.route.plugin.Pin()
+	if ex.tver == nil {
+		return pluginFailure(errPluginGone)
+	}
+	if err := ex.calls.DecodeRequest(ex.ctx, ex.tver, ex.body, &ex.req); err != nil {
+		return clientInput(err)
+	}
+	ex.canon = append(ex.canon[:0], ex.req.Canonical...)
+	ex.out.Model, ex.out.Stream = logredact.Truncate(ex.req.Model, maxModelName), ex.req.Stream
+	if ex.req.Model == "" {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required")
+	}
+	if len(ex.req.Model) > maxModelName || hasControl(ex.req.Model) {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must be at most 256 bytes without control characters")
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// admit asks the scheduler for a backend slot; the wait ends when the
+// client goes away (ex.ctx).
+type admit struct{ a sched.Admitter }
+
+func (admit) stage() outcome.Stage { return outcome.StageAdmit }
+
+func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	r := &ex.sreq
+	r.Model, r.User, r.Group, r.Weight = ex.req.Model, ex.principal.User, ex.principal.Group, ex.principal.Weight
+	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens // a rough byte-based estimate until token counting lands
+	ex.watch.start()                                // a client that leaves while queued frees its place
+	l, err := a.a.Admit(ex.ctx, r)
+	if err != nil {
+		return err
+	}
+	ex.lease, ex.backend = l, l.Backend()
+	ex.out.Backend = ex.backend.Name
+	return nil
+}

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// watcher notices a client that closes its connection while the gateway
+// waits on its behalf (queued for a backend slot, or waiting for a
+// backend's answer) and cancels the request's context, which frees the
+// queue place and aborts the backend call (closing the backend connection
+// stops the generation there).
+//
+// fasthttp offers no close notification, so the watcher reads the raw
+// connection: between a request's body and its response an HTTP/1.1
+// client sends nothing, so a read returns only when the client closes
+// (EOF, reset). The read starts only after watchDelay, so fast requests pay
+// one timer and nothing else. A client that pipelines its next request
+// meanwhile would have its first byte consumed: the watcher then marks the
+// connection to be closed after this response, and that client retries on
+// a new connection (HTTP/1.1 clients, LLM SDKs included, do not pipeline
+// POSTs).
+type watcher struct {
+	conn    net.Conn
+	ex      *exchange
+	timer   *time.Timer
+	mu      sync.Mutex
+	running bool
+	stopped bool
+	done    chan struct{}
+	stole   bool // read a byte of a pipelined request
+}
+
+// watchDelay is how long a request must be waiting before its
+// connection is watched.
+const watchDelay = 20 * time.Millisecond
+
+func (w *watcher) reset(rc *fasthttp.RequestCtx) {
+	w.conn = nil
+	if rc != nil {
+		w.conn = rc.Conn()
+	}
+	w.running, w.stopped, w.stole = false, false, false
+}
+
+// start arms the watcher; stop disarms it. Calling start twice is
+// harmless.
+func (w *watcher) start() {
+	if w.conn == nil || w.timer != nil && w.running {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = false
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.done = make(chan struct{}, 1)
+		w.timer = time.AfterFunc(watchDelay, w.fire)
+		return
+	}
+	w.timer.Reset(watchDelay)
+}
+
+func (w *watcher) fire() {
+	w.mu.Lock()
+	if w.stopped || w.running {
+		w.mu.Unlock()
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+	go w.read()
+}
+
+func (w *watcher) read() {
+	var b [1]byte
+	_ = w.conn.SetReadDeadline(time.Time{})
+	n, err := w.conn.Read(b[:])
+	w.mu.Lock()
+	stopped := w.stopped
+	w.mu.Unlock()
+	switch {
+	case n > 0:
+		w.stole = true
+	case err != nil && !stopped:
+		w.ex.cancel() // the client went away
+	}
+	w.done <- struct{}{}
+}
+
+// stop disarms the watcher and waits for its read to end. The connection
+// goes back to fasthttp with a past read deadline cleared.
+func (w *watcher) stop() {
+	if w.timer == nil {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = true
+	running := w.running
+	w.mu.Unlock()
+	w.timer.Stop()
+	if !running {
+		return
+	}
+	_ = w.conn.SetReadDeadline(time.Unix(1, 0)) // unblocks the read
+	<-w.done
+	w.mu.Lock()
+	w.running = false
+	w.mu.Unlock()
+	_ = w.conn.SetReadDeadline(time.Time{})
+}
