@@ -35,11 +35,12 @@ func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Err
 	return nil
 }
 
-// errorMessage returns the "error" member of a JSON body, or the trimmed
-// body itself, capped at maxErrorMessage bytes.
+// errorMessage returns the "error" member of a JSON body, capped at
+// maxErrorMessage bytes, or "" for anything else: an unstructured body (a
+// proxy's HTML page, a stack trace) may name internal hosts and paths, so
+// it never becomes a client-visible message (the gateway logs it).
 func (a *Adapter) errorMessage(body []byte) string {
 	body = bytes.TrimSpace(body)
-	msg := body
 	if len(body) > 0 && body[0] == '{' {
 		if v, err := a.p.ParseBytes(body); err == nil && v.Type() == fastjson.TypeObject {
 			if ev := v.Get("error"); ev != nil && ev.Type() != fastjson.TypeNull {
@@ -47,7 +48,7 @@ func (a *Adapter) errorMessage(body []byte) string {
 			}
 		}
 	}
-	return capMessage(msg)
+	return ""
 }
 
 // capMessage copies at most maxErrorMessage bytes of b, cut at a character

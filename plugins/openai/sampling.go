@@ -28,17 +28,21 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		req.MaxTokens = int(n)
 	}
 
+	// OpenAI's ranges (repetition_penalty is vLLM's: any positive value);
+	// out of range is the client's mistake, said before a backend is used.
 	floats := [...]struct {
-		v    *fastjson.Value
-		name string
-		dst  **float64
+		v        *fastjson.Value
+		name     string
+		dst      **float64
+		min, max float64
+		rng      string
 	}{
-		{f.temperature, "temperature", &req.Temperature},
-		{f.topP, "top_p", &req.TopP},
-		{f.minP, "min_p", &req.MinP},
-		{f.repetitionPenalty, "repetition_penalty", &req.RepetitionPenalty},
-		{f.frequencyPenalty, "frequency_penalty", &req.FrequencyPenalty},
-		{f.presencePenalty, "presence_penalty", &req.PresencePenalty},
+		{f.temperature, "temperature", &req.Temperature, 0, 2, "between 0 and 2"},
+		{f.topP, "top_p", &req.TopP, 0, 1, "between 0 and 1"},
+		{f.minP, "min_p", &req.MinP, 0, 1, "between 0 and 1"},
+		{f.repetitionPenalty, "repetition_penalty", &req.RepetitionPenalty, 1e-9, 1e9, "greater than 0"},
+		{f.frequencyPenalty, "frequency_penalty", &req.FrequencyPenalty, -2, 2, "between -2 and 2"},
+		{f.presencePenalty, "presence_penalty", &req.PresencePenalty, -2, 2, "between -2 and 2"},
 	}
 	for i := range floats {
 		p := &floats[i]
@@ -48,6 +52,9 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		x, ok := getFloat(p.v)
 		if !ok {
 			return errType(p.name, "a number")
+		}
+		if !(x >= p.min && x <= p.max) { // NaN fails too
+			return sdk.BadInput(p.name + " must be " + p.rng)
 		}
 		*p.dst = &x
 	}

@@ -17,8 +17,9 @@ const maxTextError = 512
 
 // DecodeError turns a vLLM error response into a canonical error. It reads
 // {"error":{"message","type","param","code"}} (vLLM ≥ 0.10),
-// {"object":"error","message",...} (older), FastAPI's {"detail":...} and
-// plain text. The backend's message is kept as is; the gateway adds context.
+// {"object":"error","message",...} (older) and FastAPI's {"detail":...};
+// any other body yields only a status message. The backend's structured
+// message is kept (bounded); the gateway adds context.
 func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Error) error {
 	e.Status, e.Type = mapStatus(status)
 	body = bytes.TrimSpace(body)
@@ -47,8 +48,11 @@ func (a *Adapter) DecodeError(c *sdk.Call, status int, body []byte, e *canon.Err
 			e.Param = str(obj.Get("param"))
 		}
 	}
-	if !parsed && len(body) > 0 {
-		e.Message = clip(body, maxTextError)
+	// An unstructured body (a proxy's HTML page, a stack trace) may name
+	// internal hosts and paths: it never becomes a client-visible message
+	// (the gateway logs it). A structured one is bounded.
+	if parsed && len(e.Message) > maxTextError {
+		e.Message = clip([]byte(e.Message), maxTextError)
 	}
 	if e.Message == "" {
 		e.Message = "backend returned HTTP status " + strconv.Itoa(status)

@@ -40,7 +40,7 @@ func TestDecodeError(t *testing.T) {
 		{"fastapi validation", 422, `{"detail":[{"type":"missing","loc":["body","messages"],"msg":"Field required","input":{}}]}`,
 			canon.Error{Status: 400, Type: canon.ErrInvalidRequest, Message: "Field required"}},
 		{"plain text 500", 500, "Internal Server Error\n",
-			canon.Error{Status: 502, Type: canon.ErrBackend, Message: "Internal Server Error"}},
+			canon.Error{Status: 502, Type: canon.ErrBackend, Message: "backend returned HTTP status 500"}},
 		{"empty 503", 503, "",
 			canon.Error{Status: 503, Type: canon.ErrOverloaded, Message: "backend returned HTTP status 503"}},
 		{"empty JSON 403", 403, "{}",
@@ -48,11 +48,11 @@ func TestDecodeError(t *testing.T) {
 		{"413", 413, `{"error":{"message":"too big"}}`,
 			canon.Error{Status: 413, Type: canon.ErrRequestTooLarge, Message: "too big"}},
 		{"504", 504, `<html>gateway timeout</html>`,
-			canon.Error{Status: 504, Type: canon.ErrTimeout, Message: "<html>gateway timeout</html>"}},
+			canon.Error{Status: 504, Type: canon.ErrTimeout, Message: "backend returned HTTP status 504"}},
 		{"other 4xx", 409, `{"error":{"message":"conflict"}}`,
 			canon.Error{Status: 400, Type: canon.ErrInvalidRequest, Message: "conflict"}},
 		{"bad JSON", 500, `{"error":`,
-			canon.Error{Status: 502, Type: canon.ErrBackend, Message: `{"error":`}},
+			canon.Error{Status: 502, Type: canon.ErrBackend, Message: "backend returned HTTP status 500"}},
 	}
 	p := newPlugin()
 	for _, tc := range cases {
@@ -79,16 +79,24 @@ func TestDecodeError(t *testing.T) {
 	}
 }
 
+// A structured message is bounded; an unstructured body never becomes the
+// message (it may name internal hosts).
 func TestDecodeErrorLongText(t *testing.T) {
-	body := strings.Repeat("é", 400) // 800 bytes, cut inside no rune
+	wrap := func(s string) string { return `{"error":{"message":"` + s + `"}}` }
 	var got canon.Error
+	if err := New().DecodeError(&sdk.Call{}, 502, []byte("<html>db-7.corp:5432 /srv/app.py</html>"), &got); err != nil || strings.Contains(got.Message, "corp") {
+		t.Fatalf("unstructured body leaked: %q %v", got.Message, err)
+	}
+	got = canon.Error{}
+	body := wrap(strings.Repeat("é", 400)) // 800 bytes, cut inside no rune
 	if err := New().DecodeError(&sdk.Call{}, 502, []byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.Repeat("é", maxTextError/2) + "…"; got.Message != want {
 		t.Errorf("message %q", got.Message)
 	}
-	body = "a" + strings.Repeat("é", 400) // odd offset: the cut lands mid-rune
+	got = canon.Error{}
+	body = wrap("a" + strings.Repeat("é", 400)) // odd offset: the cut lands mid-rune
 	_ = New().DecodeError(&sdk.Call{}, 502, []byte(body), &got)
 	if want := "a" + strings.Repeat("é", (maxTextError-1)/2) + "…"; got.Message != want {
 		t.Errorf("message %q", got.Message)
