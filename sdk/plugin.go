@@ -166,6 +166,11 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 		if err := p.req.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
+		if v, ok := c.MetaBytes(abi.MetaContextLength); ok {
+			if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+				p.req.ContextLength = n
+			}
+		}
 		return p.a.EncodeRequest(c, &p.req, &p.out)
 	case abi.OpResponseDecode:
 		p.resp = canon.ChatResponse{}

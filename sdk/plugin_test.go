@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -245,4 +246,27 @@ type maxTokTranslator struct{ Unimplemented }
 func (maxTokTranslator) DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error {
 	req.Model, req.Stream, req.MaxTokens = "m\x00stream\x001", true, 256
 	return nil
+}
+
+type ctxLenAdapter struct{ Unimplemented }
+
+func (ctxLenAdapter) EncodeRequest(c *Call, req *canon.ChatRequest, out *Output) error {
+	out.Body = append(out.Body, strconv.Itoa(req.ContextLength)...)
+	return nil
+}
+
+// The host passes the model's context window to request_encode as meta.
+func TestRequestEncodeContextLength(t *testing.T) {
+	p := NewAdapter(Manifest{Name: "c"}, ctxLenAdapter{})
+	var req canon.ChatRequest
+	req.Model = "m"
+	body := req.AppendJSON(nil)
+	r := result(t, p.Call(abi.OpRequestEncode, call(0, nil, abi.AppendMeta(nil, abi.MetaContextLength, "32768"), body)))
+	if string(r.Payload) != "32768" {
+		t.Fatalf("context length %q", r.Payload)
+	}
+	r = result(t, p.Call(abi.OpRequestEncode, call(0, nil, nil, body)))
+	if string(r.Payload) != "0" {
+		t.Fatalf("without meta: %q", r.Payload)
+	}
 }

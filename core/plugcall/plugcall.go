@@ -67,9 +67,15 @@ type BackendRequest struct {
 	Body                      []byte // aliases the call buffers
 }
 
-// EncodeRequest runs the adapter's request_encode op.
-func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canonical []byte, r *BackendRequest) error {
-	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Payload: canonical}, &c.a); err != nil {
+// EncodeRequest runs the adapter's request_encode op; contextLength is the
+// model's context window on the chosen backend (0: unknown).
+func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canonical []byte, contextLength int, r *BackendRequest) error {
+	c.meta = c.meta[:0]
+	if contextLength > 0 {
+		var b [20]byte
+		c.meta = abi.AppendMetaBytes(c.meta, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
+	}
+	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.meta, Payload: canonical}, &c.a); err != nil {
 		return err
 	}
 	m := c.a.Meta

@@ -47,7 +47,7 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		}
 		ex.aver = ad.Pin()
 		t0 := time.Now()
-		err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut)
+		err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, b.Status().Models[ex.req.Model].ContextLength, &ex.breqOut)
 		t1 := time.Now()
 		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
 		if err != nil {

@@ -133,8 +133,11 @@ const (
 
 // Adapter ops.
 const (
-	// OpRequestEncode: payload = canonical request JSON. Output = backend
-	// request body; output meta MetaMethod, MetaPath, MetaContentType.
+	// OpRequestEncode: payload = canonical request JSON; meta
+	// MetaContextLength when the gateway knows the model's context window
+	// on the chosen backend (the SDK sets ChatRequest.ContextLength from
+	// it). Output = backend request body; output meta MetaMethod, MetaPath,
+	// MetaContentType.
 	OpRequestEncode Op = 16
 	// OpResponseDecode: payload = backend response body. Output = canonical
 	// response JSON; output meta MetaPromptTokens, MetaCompletionTokens,
@@ -339,20 +342,21 @@ func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
 // separators let a NUL in a client's model name forge pairs). Which op
 // reads or writes which key is documented on the ops.
 const (
-	MetaRoute            = "route"         // in, translator ops: route name from the manifest
-	MetaKind             = "kind"          // in, translator ops: the route's endpoint kind
-	MetaModel            = "model"         // out, request_decode; in, response/stream encode
-	MetaStream           = "stream"        // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
-	MetaIncludeUsage     = "include_usage" // out, request_decode; in, stream_encode ("1"/"0")
-	MetaMaxTokens        = "max_tokens"    // out, request_decode: the requested output cap (decimal), absent when unset
-	MetaID               = "id"            // in, response/stream encode: the gateway's request id
-	MetaCreated          = "created"       // in, response/stream encode: unix seconds
-	MetaStatus           = "status"        // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
-	MetaContentType      = "content-type"  // out, request_encode and encode ops
-	MetaPath             = "path"          // out, request_encode: backend path
-	MetaMethod           = "method"        // out, request_encode: backend method
-	MetaProbe            = "probe"         // in, probe_decode: probe name
-	MetaPromptTokens     = "prompt_tokens" // out, response/stream decode
+	MetaRoute            = "route"          // in, translator ops: route name from the manifest
+	MetaKind             = "kind"           // in, translator ops: the route's endpoint kind
+	MetaModel            = "model"          // out, request_decode; in, response/stream encode
+	MetaStream           = "stream"         // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
+	MetaIncludeUsage     = "include_usage"  // out, request_decode; in, stream_encode ("1"/"0")
+	MetaMaxTokens        = "max_tokens"     // out, request_decode: the requested output cap (decimal), absent when unset
+	MetaID               = "id"             // in, response/stream encode: the gateway's request id
+	MetaCreated          = "created"        // in, response/stream encode: unix seconds
+	MetaStatus           = "status"         // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
+	MetaContentType      = "content-type"   // out, request_encode and encode ops
+	MetaPath             = "path"           // out, request_encode: backend path
+	MetaMethod           = "method"         // out, request_encode: backend method
+	MetaProbe            = "probe"          // in, probe_decode: probe name
+	MetaContextLength    = "context_length" // in, request_encode: the model's context window on the chosen backend (decimal), when known
+	MetaPromptTokens     = "prompt_tokens"  // out, response/stream decode
 	MetaCompletionTokens = "completion_tokens"
 	MetaReasoningTokens  = "reasoning_tokens"
 	MetaCachedTokens     = "cached_tokens"

@@ -200,8 +200,9 @@ type ChatRequest struct {
 	ParallelToolCalls *bool
 
 	User string // end-user id the client passed, for audit
-	// ContextLength is set by the gateway from the model's known context
-	// window (adapters may pass it on, e.g. Ollama num_ctx); 0: unknown.
+	// ContextLength is the model's context window on the chosen backend,
+	// set by the SDK from the host's request_encode meta (discovery knows
+	// it); adapters may pass it on (Ollama num_ctx). 0: unknown.
 	ContextLength int
 }
 
