@@ -3,7 +3,7 @@
 // Command wasmbench times the canonical codec inside WebAssembly, where
 // plugins run it. Build and run it with any WASI runtime, e.g.
 //
-//	GOOS=wasip1 GOARCH=wasm go build -o /tmp/wb.wasm ./sdk/canon/internal/wasmbench
+//	GOOS=wasip1 GOARCH=wasm go -C sdk build -o /tmp/wb.wasm ./canon/internal/wasmbench
 //	wazero run /tmp/wb.wasm   # or a small runner with sys walltime/nanotime
 //
 // It prints Go benchmark lines, for benchstat. Flags: -test.benchtime
