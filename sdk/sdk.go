@@ -46,6 +46,9 @@ type Kind string
 const (
 	KindTranslator Kind = "translator"
 	KindAdapter    Kind = "adapter"
+	// KindBundle is a module serving several components (translators and
+	// adapters); its manifest lists them in Components.
+	KindBundle Kind = "bundle"
 )
 
 // Framing is how a backend frames a streamed response; the host splits the
@@ -130,9 +133,12 @@ type Manifest struct {
 	Framing      Framing `json:"framing,omitempty"`
 	Probes       []Probe `json:"probes,omitempty"`
 	StateVersion int     `json:"state_version"`
-	ABI          uint32  `json:"abi"`
-	SDKVersion   string  `json:"sdk_version"`
-	GoVersion    string  `json:"go_version"`
+	// Components are a bundle's component manifests, in index order (the
+	// header's translator and adapter indexes point into this list).
+	Components []Manifest `json:"components,omitempty"`
+	ABI        uint32     `json:"abi"`
+	SDKVersion string     `json:"sdk_version"`
+	GoVersion  string     `json:"go_version"`
 }
 
 // Translator converts between a client's API format and the canonical schema.

@@ -52,8 +52,29 @@
 //	u32 state_len     per-stream state blob, owned by the host between calls
 //	u32 meta_len      length-prefixed key/value pairs (see AppendMeta)
 //	u32 payload_len   the body, or a list of u32-length-prefixed items
-//	u32 reserved
+//	u16 translator    component index of the translator the call is for
+//	u16 adapter       component index of the adapter the call is for
 //	u64 request_id    for log correlation only
+//
+// # Bundles and components
+//
+// A module serves one or more components, each a translator or an adapter
+// with its own manifest. A module with one component answers mr_init with
+// that component's manifest; a bundle answers with a manifest of kind
+// "bundle" whose "components" list the component manifests in index
+// order. Every call names its components in the header: translator ops
+// use the translator index, adapter ops the adapter index (0 and 0 in a
+// module of one component).
+//
+// # Fused ops
+//
+// When a request's translator and adapter are components of the same
+// module, the host makes one call per direction instead of two, and the
+// canonical value passes between them as Go values inside the guest, never
+// as JSON (see OpFusedRequest, OpFusedResponse, OpFusedStream). Both paths
+// must give the same client bytes; the conformance kit checks it. The host
+// chooses the backend, and with it the adapter, before the fused request
+// call, from the routing fields it reads natively (sdk.Route.Routing).
 //
 // # Statelessness
 //
@@ -159,6 +180,29 @@ const (
 	OpProbeDecode Op = 20
 )
 
+// Fused ops: a translator and an adapter of the same module in one call.
+// Both component indexes are in the header.
+const (
+	// OpFusedRequest: payload = client request body; meta MetaRoute,
+	// MetaKind, and MetaContextLength when known. The translator decodes,
+	// the adapter encodes. Output = backend request body; output meta as
+	// OpRequestDecode's (MetaModel, MetaStream, MetaIncludeUsage,
+	// MetaMaxTokens) plus OpRequestEncode's (MetaMethod, MetaPath,
+	// MetaContentType). A status of StatusBadInput is the client's error.
+	OpFusedRequest Op = 32
+	// OpFusedResponse: payload = backend response body; meta as
+	// OpResponseEncode's. Output = client response body; output meta as
+	// OpResponseDecode's (usage, finish reason) plus MetaContentType when
+	// the translator sets one. StatusBadInput: the backend's bytes are bad.
+	OpFusedResponse Op = 33
+	// OpFusedStream: payload = list of framed backend events; meta as
+	// OpStreamEncode's; FlagFirst/FlagEnd as for the unfused ops. The state
+	// blob holds both components' states (its layout is the SDK's).
+	// Output = client stream bytes; ResultStreamDone when the backend
+	// signalled the end; output meta as OpStreamDecode's.
+	OpFusedStream Op = 34
+)
+
 // String names the op for logs and metrics.
 func (o Op) String() string {
 	switch o {
@@ -182,6 +226,12 @@ func (o Op) String() string {
 		return "error_decode"
 	case OpProbeDecode:
 		return "probe_decode"
+	case OpFusedRequest:
+		return "fused_request"
+	case OpFusedResponse:
+		return "fused_response"
+	case OpFusedStream:
+		return "fused_stream"
 	}
 	return "unknown"
 }
@@ -236,6 +286,8 @@ type Header struct {
 	StateLen   uint32
 	MetaLen    uint32
 	PayloadLen uint32
+	Translator uint16 // component index of the translator
+	Adapter    uint16 // component index of the adapter
 	RequestID  uint64
 }
 
@@ -247,7 +299,8 @@ func PutHeader(b []byte, h Header) {
 	binary.LittleEndian.PutUint32(b[8:], h.StateLen)
 	binary.LittleEndian.PutUint32(b[12:], h.MetaLen)
 	binary.LittleEndian.PutUint32(b[16:], h.PayloadLen)
-	binary.LittleEndian.PutUint32(b[20:], 0)
+	binary.LittleEndian.PutUint16(b[20:], h.Translator)
+	binary.LittleEndian.PutUint16(b[22:], h.Adapter)
 	binary.LittleEndian.PutUint64(b[24:], h.RequestID)
 }
 
@@ -271,6 +324,8 @@ func ParseCall(in []byte) (h Header, state, meta, payload []byte, err error) {
 	h.StateLen = binary.LittleEndian.Uint32(in[8:])
 	h.MetaLen = binary.LittleEndian.Uint32(in[12:])
 	h.PayloadLen = binary.LittleEndian.Uint32(in[16:])
+	h.Translator = binary.LittleEndian.Uint16(in[20:])
+	h.Adapter = binary.LittleEndian.Uint16(in[22:])
 	h.RequestID = binary.LittleEndian.Uint64(in[24:])
 	total := uint64(hs) + uint64(h.StateLen) + uint64(h.MetaLen) + uint64(h.PayloadLen)
 	if total > uint64(len(in)) {

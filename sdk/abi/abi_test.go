@@ -156,3 +156,12 @@ func FuzzMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestHeaderComponents(t *testing.T) {
+	b := make([]byte, HeaderSize)
+	PutHeader(b, Header{Flags: FlagEnd, Translator: 3, Adapter: 65535, RequestID: 9})
+	h, _, _, _, err := ParseCall(b)
+	if err != nil || h.Translator != 3 || h.Adapter != 65535 || h.Flags != FlagEnd || h.RequestID != 9 {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+}
