@@ -93,6 +93,7 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 			},
 		}
 		hc.RetryIfErr = retryStale(hc)
+		hc.Transport = ctxTransport{} // DoContext's cancellation; fasthttp's own otherwise
 		if stream {
 			hc.ReadTimeout = t.StreamIdle.D()
 		}

@@ -18,7 +18,7 @@ import (
 )
 
 // backendAt builds a one-backend registry pointing at url and returns it.
-func backendAt(t *testing.T, url, idle string) *Backend {
+func backendAt(t testing.TB, url, idle string) *Backend {
 	t.Helper()
 	cfg, err := config.Parse(fmt.Appendf(nil, `backends:
   - {name: t, engine: vllm, url: %q, max_concurrent: 16, idle_conn_timeout: %q}
