@@ -23,6 +23,13 @@ func RegisterTranslator(m Manifest, t Translator) { register(NewTranslator(m, t)
 // once, from an init func.
 func RegisterAdapter(m Manifest, a Adapter) { register(NewAdapter(m, a)) }
 
+// RegisterBundle makes parts, in this order, the components this module
+// serves (see NewBundle). Call it once, from an init func, instead of
+// RegisterTranslator or RegisterAdapter.
+func RegisterBundle(name, version string, parts ...Component) {
+	register(NewBundle(name, version, parts...))
+}
+
 func register(p *Plugin) {
 	if registered != nil {
 		panic("sdk: a plugin is already registered in this module")
@@ -49,7 +56,7 @@ func mrBuf(minCap uint32) uint32 {
 //go:wasmexport mr_init
 func mrInit(n uint32) uint64 {
 	if registered == nil {
-		return packResult(errorArea("sdk: no plugin registered; call sdk.RegisterTranslator or RegisterAdapter from init"))
+		return packResult(errorArea("sdk: no plugin registered; call sdk.RegisterTranslator, RegisterAdapter or RegisterBundle from init"))
 	}
 	if n > uint32(len(inBuf)) {
 		return packResult(registered.result(abi.StatusBadInput, 0, nil, nil, "sdk: input longer than buffer"))

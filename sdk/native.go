@@ -17,6 +17,13 @@ func RegisterTranslator(m Manifest, t Translator) { register(NewTranslator(m, t)
 // an init func of the plugin's main package.
 func RegisterAdapter(m Manifest, a Adapter) { register(NewAdapter(m, a)) }
 
+// RegisterBundle makes parts, in this order, the components this module
+// serves (see NewBundle). Call it once, from an init func, instead of
+// RegisterTranslator or RegisterAdapter.
+func RegisterBundle(name, version string, parts ...Component) {
+	register(NewBundle(name, version, parts...))
+}
+
 func register(p *Plugin) {
 	if registered != nil {
 		panic("sdk: a plugin is already registered in this module")

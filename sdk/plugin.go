@@ -11,20 +11,25 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// Plugin dispatches ABI calls to a Translator or Adapter. The WebAssembly
+// Plugin dispatches ABI calls to its components: one Translator or Adapter
+// (NewTranslator, NewAdapter), or several (NewBundle). The WebAssembly
 // exports drive the registered Plugin; natively, the gateway's conformance
 // kit and benchmarks drive one directly. Not safe for concurrent use: like a
 // wasm instance, one Plugin serves one call at a time.
 type Plugin struct {
 	manifest Manifest
-	t        Translator
-	a        Adapter
+	parts    []Component
 	logf     func(level int, msg string)
 
 	// Reused per call.
 	call   Call
 	out    Output
-	state  State
+	state  State // the call's state; the adapter's in a fused stream
+	tstate State // the translator's state in a fused stream
+	fstate []byte
+	fset   bool // fstate is the fused stream's new state
+	tmeta  []byte
+	ameta  []byte
 	req    canon.ChatRequest
 	resp   canon.ChatResponse
 	cerr   canon.Error
@@ -36,23 +41,23 @@ type Plugin struct {
 	res    []byte
 }
 
-// NewTranslator returns a native Plugin serving t.
-func NewTranslator(m Manifest, t Translator) *Plugin {
-	m.Kind = KindTranslator
-	return newPlugin(m, t, nil)
+// NewTranslator returns a native Plugin serving t: a module of one
+// component, whose manifest is m.
+func NewTranslator(m Manifest, t Translator) *Plugin { return newPlugin(TranslatorPart(m, t)) }
+
+// NewAdapter returns a native Plugin serving a: a module of one component,
+// whose manifest is m.
+func NewAdapter(m Manifest, a Adapter) *Plugin { return newPlugin(AdapterPart(m, a)) }
+
+func newPlugin(c Component) *Plugin {
+	return &Plugin{manifest: c.m, parts: []Component{c}, logf: hostLog}
 }
 
-// NewAdapter returns a native Plugin serving a.
-func NewAdapter(m Manifest, a Adapter) *Plugin {
-	m.Kind = KindAdapter
-	return newPlugin(m, nil, a)
-}
-
-func newPlugin(m Manifest, t Translator, a Adapter) *Plugin {
+// stamp fills the versions the SDK reports in a manifest.
+func stamp(m *Manifest) {
 	m.ABI = abi.Version
 	m.SDKVersion = Version
 	m.GoVersion = runtime.Version()
-	return &Plugin{manifest: m, t: t, a: a, logf: hostLog}
 }
 
 // Manifest returns the plugin's manifest.
@@ -69,11 +74,23 @@ func (p *Plugin) log(level int, msg string) {
 }
 
 // Init configures the plugin and returns a result area whose payload is the
-// manifest JSON. The result is valid until the next call.
+// manifest JSON. The result is valid until the next call. Every component
+// implementing Configurable gets config (a bundle hands its one config to
+// each of them, in component order); an empty config configures nothing.
 func (p *Plugin) Init(config []byte) []byte {
-	if c, ok := p.impl().(Configurable); ok && len(config) > 0 {
-		if err := c.Configure(config); err != nil {
-			return p.result(abi.StatusBadInput, 0, nil, nil, "configure: "+err.Error())
+	if len(config) > 0 {
+		for i := range p.parts {
+			c, ok := p.parts[i].impl().(Configurable)
+			if !ok {
+				continue
+			}
+			if err := c.Configure(config); err != nil {
+				msg := "configure: " + err.Error()
+				if p.manifest.Kind == KindBundle {
+					msg = "configure " + p.parts[i].m.Name + ": " + err.Error()
+				}
+				return p.result(abi.StatusBadInput, 0, nil, nil, msg)
+			}
 		}
 	}
 	// Cold path: encoding/json is fine here.
@@ -84,16 +101,12 @@ func (p *Plugin) Init(config []byte) []byte {
 	return p.result(abi.StatusOK, 0, nil, m, "")
 }
 
-func (p *Plugin) impl() any {
-	if p.t != nil {
-		return p.t
-	}
-	return p.a
-}
-
 // Call runs one op on an input laid out as abi describes (call header then
 // state, meta and payload) and returns the result area, valid until the next
-// call. A panic in plugin code becomes StatusPluginError.
+// call. The header's component indexes choose the translator (translator
+// ops), the adapter (adapter ops) or both (fused ops); a missing component
+// or one of the wrong kind is StatusUnsupported. A panic in plugin code
+// becomes StatusPluginError.
 func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -107,14 +120,33 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	p.call = Call{Op: op, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
 	p.out.Body, p.out.meta = p.out.Body[:0], p.out.meta[:0]
 	p.state.In, p.state.out, p.state.set = state, p.state.out[:0], false
+	p.fset = false
 
-	err = p.dispatch(op, payload)
+	switch {
+	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
+		err = p.dispatchFused(op, &h, state, meta, payload)
+	case op >= abi.OpRequestEncode && op <= abi.OpProbeDecode:
+		var a Adapter
+		if a, err = p.adapter(op, h.Adapter); err == nil {
+			err = p.dispatchAdapter(a, op, payload)
+		}
+	case op >= abi.OpRequestDecode && op <= abi.OpModelsEncode:
+		var t Translator
+		if t, err = p.translator(op, h.Translator); err == nil {
+			err = p.dispatchTranslator(t, op, payload)
+		}
+	default:
+		err = ErrUnsupported
+	}
 	if err != nil {
 		return p.errorResult(err)
 	}
 	var flags uint32
-	st := p.state.out
-	if !p.state.set {
+	st, set := p.state.out, p.state.set
+	if op == abi.OpFusedStream {
+		st, set = p.fstate, p.fset
+	}
+	if !set {
 		flags |= abi.ResultStateKeep
 		st = nil
 	}
@@ -124,77 +156,78 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	return p.resultState(abi.StatusOK, flags, st, p.out.meta, p.out.Body, "")
 }
 
-func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
+func (p *Plugin) dispatchTranslator(t Translator, op abi.Op, payload []byte) error {
 	c := &p.call
-	if op < abi.OpRequestEncode && p.t == nil || op >= abi.OpRequestEncode && p.a == nil {
-		return ErrUnsupported
-	}
 	switch op {
 	case abi.OpRequestDecode:
-		p.req = canon.ChatRequest{}
-		if err := p.t.DecodeRequest(c, payload, &p.req); err != nil {
+		if err := p.decodeRequest(t, c, payload); err != nil {
 			return err
 		}
 		p.out.Body = p.req.AppendJSON(p.out.Body)
-		p.out.SetMeta(abi.MetaModel, p.req.Model)
-		p.out.SetMeta(abi.MetaStream, flag01(p.req.Stream))
-		p.out.SetMeta(abi.MetaIncludeUsage, flag01(p.req.IncludeUsage))
-		if p.req.MaxTokens > 0 {
-			p.out.SetMeta(abi.MetaMaxTokens, strconv.Itoa(p.req.MaxTokens))
-		}
 	case abi.OpResponseEncode:
 		if err := p.resp.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		return p.t.EncodeResponse(c, &p.resp, &p.out)
+		return t.EncodeResponse(c, &p.resp, &p.out)
 	case abi.OpStreamEncode:
 		if err := p.decodeChunks(payload); err != nil {
 			return err
 		}
-		return p.t.EncodeStream(c, &p.state, p.chunks, &p.out)
+		return t.EncodeStream(c, &p.state, p.chunks, &p.out)
 	case abi.OpErrorEncode:
 		if err := p.cerr.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		return p.t.EncodeError(c, &p.cerr, &p.out)
+		return t.EncodeError(c, &p.cerr, &p.out)
 	case abi.OpModelsEncode:
 		if err := p.models.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		return p.t.EncodeModels(c, &p.models, &p.out)
+		return t.EncodeModels(c, &p.models, &p.out)
+	default:
+		return ErrUnsupported
+	}
+	return nil
+}
+
+func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
+	c := &p.call
+	switch op {
 	case abi.OpRequestEncode:
 		if err := p.req.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		if v, ok := c.MetaBytes(abi.MetaContextLength); ok {
-			if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
-				p.req.ContextLength = n
-			}
-		}
-		return p.a.EncodeRequest(c, &p.req, &p.out)
+		p.contextLength(c)
+		return a.EncodeRequest(c, &p.req, &p.out)
 	case abi.OpResponseDecode:
-		p.resp = canon.ChatResponse{}
-		if err := p.a.DecodeResponse(c, payload, &p.resp); err != nil {
+		if err := p.decodeResponse(a, c, payload); err != nil {
 			return err
 		}
 		p.out.Body = p.resp.AppendJSON(p.out.Body)
-		var fr canon.FinishReason
-		if len(p.resp.Choices) > 0 {
-			fr = p.resp.Choices[0].FinishReason
-		}
-		p.usageMeta(p.resp.Usage, fr)
+		p.responseMeta()
 	case abi.OpStreamDecode:
-		return p.streamDecode(c, payload)
+		if err := p.decodeStream(a, c, payload); err != nil {
+			return err
+		}
+		p.list = p.list[:0]
+		for i := range p.chunks {
+			n := len(p.list)
+			p.list = append(p.list, 0, 0, 0, 0)
+			p.list = p.chunks[i].AppendJSON(p.list)
+			putU32(p.list[n:], uint32(len(p.list)-n-4))
+		}
+		p.out.Body = append(p.out.Body, p.list...)
+		p.streamMeta()
 	case abi.OpErrorDecode:
 		status, _ := strconv.Atoi(c.Meta(abi.MetaStatus))
 		p.cerr = canon.Error{}
-		if err := p.a.DecodeError(c, status, payload, &p.cerr); err != nil {
+		if err := a.DecodeError(c, status, payload, &p.cerr); err != nil {
 			return err
 		}
 		p.out.Body = p.cerr.AppendJSON(p.out.Body)
 	case abi.OpProbeDecode:
 		p.disc = canon.Discovery{}
-		if err := p.a.DecodeProbe(c, c.Meta(abi.MetaProbe), payload, &p.disc); err != nil {
+		if err := a.DecodeProbe(c, c.Meta(abi.MetaProbe), payload, &p.disc); err != nil {
 			return err
 		}
 		p.out.Body = p.disc.AppendJSON(p.out.Body)
@@ -202,6 +235,46 @@ func (p *Plugin) dispatch(op abi.Op, payload []byte) error {
 		return ErrUnsupported
 	}
 	return nil
+}
+
+// decodeRequest runs the translator's DecodeRequest into p.req and sets the
+// routing meta of request_decode.
+func (p *Plugin) decodeRequest(t Translator, c *Call, body []byte) error {
+	p.req = canon.ChatRequest{}
+	if err := t.DecodeRequest(c, body, &p.req); err != nil {
+		return err
+	}
+	p.out.SetMeta(abi.MetaModel, p.req.Model)
+	p.out.SetMeta(abi.MetaStream, flag01(p.req.Stream))
+	p.out.SetMeta(abi.MetaIncludeUsage, flag01(p.req.IncludeUsage))
+	if p.req.MaxTokens > 0 {
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaMaxTokens, p.req.MaxTokens)
+	}
+	return nil
+}
+
+// contextLength sets p.req.ContextLength from request_encode's meta.
+func (p *Plugin) contextLength(c *Call) {
+	if v, ok := c.MetaBytes(abi.MetaContextLength); ok {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
+			p.req.ContextLength = n
+		}
+	}
+}
+
+// decodeResponse runs the adapter's DecodeResponse into p.resp.
+func (p *Plugin) decodeResponse(a Adapter, c *Call, body []byte) error {
+	p.resp = canon.ChatResponse{}
+	return a.DecodeResponse(c, body, &p.resp)
+}
+
+// responseMeta reports p.resp's usage and first finish reason.
+func (p *Plugin) responseMeta() {
+	var fr canon.FinishReason
+	if len(p.resp.Choices) > 0 {
+		fr = p.resp.Choices[0].FinishReason
+	}
+	p.usageMeta(p.resp.Usage, fr)
 }
 
 func (p *Plugin) decodeChunks(list []byte) error {
@@ -222,7 +295,9 @@ func (p *Plugin) decodeChunks(list []byte) error {
 	}
 }
 
-func (p *Plugin) streamDecode(c *Call, list []byte) error {
+// decodeStream splits an event list and runs the adapter's DecodeStream
+// into p.chunks, with p.state as the adapter's state.
+func (p *Plugin) decodeStream(a Adapter, c *Call, list []byte) error {
 	p.events = p.events[:0]
 	for {
 		item, rest, ok, err := abi.NextItem(list)
@@ -236,12 +311,14 @@ func (p *Plugin) streamDecode(c *Call, list []byte) error {
 		list = rest
 	}
 	p.chunks = p.chunks[:0]
-	if err := p.a.DecodeStream(c, &p.state, p.events, &p.chunks); err != nil {
-		return err
-	}
+	return a.DecodeStream(c, &p.state, p.events, &p.chunks)
+}
+
+// streamMeta reports the usage and choice 0's finish reason seen in
+// p.chunks (the last one wins).
+func (p *Plugin) streamMeta() {
 	var usage *canon.Usage
 	var fr canon.FinishReason
-	p.list = p.list[:0]
 	for i := range p.chunks {
 		if u := p.chunks[i].Usage; u != nil {
 			usage = u
@@ -251,14 +328,8 @@ func (p *Plugin) streamDecode(c *Call, list []byte) error {
 				fr = f
 			}
 		}
-		n := len(p.list)
-		p.list = append(p.list, 0, 0, 0, 0)
-		p.list = p.chunks[i].AppendJSON(p.list)
-		putU32(p.list[n:], uint32(len(p.list)-n-4))
 	}
-	p.out.Body = append(p.out.Body, p.list...)
 	p.usageMeta(usage, fr)
-	return nil
 }
 
 // usageMeta reports token usage and the finish reason to the host, so it
