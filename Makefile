@@ -1,6 +1,6 @@
 # MindRouter — run `make help` for the targets.
 GO       ?= go
-PLUGINS  := openai vllm ollama
+PLUGINS  := openai vllm ollama bundle
 WASM     := $(PLUGINS:%=plugins/%.wasm)
 CONFIG   ?=
 GOFLAGS_TEST ?= -shuffle=on

@@ -298,25 +298,55 @@ func (streamTranslator) EncodeStream(c *Call, st *State, chunks []canon.ChatChun
 	return nil
 }
 
+// statelessTranslator never Sets its state: only the fused state's
+// started flag tells it that its first call is past.
+type statelessTranslator struct{ Unimplemented }
+
+func (statelessTranslator) EncodeStream(c *Call, st *State, chunks []canon.ChatChunk, out *Output) error {
+	if c.First() {
+		out.Body = append(out.Body, "<first>"...)
+	}
+	for i := range chunks {
+		for _, ch := range chunks[i].Choices {
+			out.Body = append(out.Body, ch.Delta.Content...)
+		}
+	}
+	if c.End() {
+		out.Body = append(out.Body, "<end>"...)
+	}
+	return nil
+}
+
 // streamAdapter turns events into chunks: "-" gives none, "[DONE]" ends
-// the stream, "u" reports usage, "f" a finish reason, "bad" is an error;
-// other events become content tagged with the event count. Its state
-// counts events and is Set only when a batch has events.
+// the stream, "u" reports usage, "f" a finish reason, "bad" is an error,
+// "k" is content that leaves the state alone; other events become content
+// tagged with the event count. Its state counts events other than "k" and
+// is Set only when it changes.
 type streamAdapter struct{ Unimplemented }
 
 func (streamAdapter) DecodeStream(c *Call, st *State, events [][]byte, chunks *[]canon.ChatChunk) error {
 	if c.Op != abi.OpStreamDecode || len(c.meta) != 0 {
 		return fmt.Errorf("adapter sees op %s meta %q", c.Op, c.meta)
 	}
-	if c.First() != (len(st.In) == 0) {
-		return fmt.Errorf("adapter FlagFirst %v with state %q", c.First(), st.In)
+	if c.First() && len(st.In) > 0 {
+		return fmt.Errorf("adapter FlagFirst with state %q", st.In)
+	}
+	mark := "" // "^" on the first content of a stream's first call
+	if c.First() {
+		mark = "^"
 	}
 	n := 0
 	if len(st.In) > 0 {
 		n, _ = strconv.Atoi(string(st.In))
 	}
+	changed := false
 	for _, ev := range events {
+		if string(ev) == "k" {
+			*chunks = append(*chunks, canon.ChatChunk{Choices: []canon.ChunkChoice{{Delta: canon.Delta{Content: "k"}}}})
+			continue
+		}
 		n++
+		changed = true
 		switch string(ev) {
 		case "-":
 		case "[DONE]":
@@ -328,10 +358,11 @@ func (streamAdapter) DecodeStream(c *Call, st *State, events [][]byte, chunks *[
 		case "bad":
 			return BadInput("bad event")
 		default:
-			*chunks = append(*chunks, canon.ChatChunk{Choices: []canon.ChunkChoice{{Delta: canon.Delta{Content: string(ev) + strconv.Itoa(n)}}}})
+			*chunks = append(*chunks, canon.ChatChunk{Choices: []canon.ChunkChoice{{Delta: canon.Delta{Content: mark + string(ev) + strconv.Itoa(n)}}}})
+			mark = ""
 		}
 	}
-	if len(events) > 0 {
+	if changed {
 		st.Set([]byte(strconv.Itoa(n)))
 	}
 	return nil
@@ -448,7 +479,8 @@ func randomSplit(rng *rand.Rand, events [][]byte) [][][]byte {
 }
 
 func TestFusedStream_MatchesRelay(t *testing.T) {
-	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, streamAdapter{}), TranslatorPart(Manifest{Name: "t"}, streamTranslator{}))
+	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, streamAdapter{}), TranslatorPart(Manifest{Name: "t"}, streamTranslator{}),
+		TranslatorPart(Manifest{Name: "stateless"}, statelessTranslator{}))
 	meta := metaList(abi.MetaRoute, "chat", abi.MetaID, "id1", abi.MetaModel, "m")
 	rng := rand.New(rand.NewPCG(1, 2))
 	streams := []string{
@@ -457,7 +489,9 @@ func TestFusedStream_MatchesRelay(t *testing.T) {
 		"- - - [DONE]",   // the translator's first call is the end call
 		"a f u [DONE] x", // nothing after [DONE] is decoded
 		"- u - f",        // no end marker
-		"- a bad b",      // an error mid-stream
+		"k k k [DONE]",   // the adapter keeps its state while the translator starts
+		"- k k - k",
+		"- a bad b", // an error mid-stream
 		"",
 	}
 	for _, s := range streams {
@@ -475,14 +509,16 @@ func TestFusedStream_MatchesRelay(t *testing.T) {
 			splits = append(splits, randomSplit(rng, events))
 		}
 		for _, split := range splits {
-			un := newRelay(t, p, 1, 0, false, meta)
-			fu := newRelay(t, p, 1, 0, true, meta)
-			uf, ff := un.stream(split), fu.stream(split)
-			if (uf == nil) != (ff == nil) || uf != nil && (uf.Status != ff.Status || uf.Error != ff.Error) {
-				t.Fatalf("%q %q: failures differ: unfused %+v fused %+v", s, split, uf, ff)
-			}
-			if !bytes.Equal(un.out, fu.out) || un.done != fu.done || fmt.Sprint(un.metas) != fmt.Sprint(fu.metas) {
-				t.Fatalf("%q %q:\nunfused %q done %v %v\nfused   %q done %v %v", s, split, un.out, un.done, un.metas, fu.out, fu.done, fu.metas)
+			for ti := uint16(1); ti <= 2; ti++ {
+				un := newRelay(t, p, ti, 0, false, meta)
+				fu := newRelay(t, p, ti, 0, true, meta)
+				uf, ff := un.stream(split), fu.stream(split)
+				if (uf == nil) != (ff == nil) || uf != nil && (uf.Status != ff.Status || uf.Error != ff.Error) {
+					t.Fatalf("%q %q translator %d: failures differ: unfused %+v fused %+v", s, split, ti, uf, ff)
+				}
+				if !bytes.Equal(un.out, fu.out) || un.done != fu.done || fmt.Sprint(un.metas) != fmt.Sprint(fu.metas) {
+					t.Fatalf("%q %q:\nunfused %q done %v %v\nfused   %q done %v %v", s, split, un.out, un.done, un.metas, fu.out, fu.done, fu.metas)
+				}
 			}
 		}
 	}

@@ -1,0 +1,43 @@
+// Package bundle is MindRouter's first-party bundle: the openai translator
+// and the vllm and ollama adapters served by one WebAssembly module, so the
+// gateway can run a request's translator and adapter in one fused call per
+// direction (see sdk.NewBundle and the fused ops of package abi). The
+// separate openai, vllm and ollama modules stay; this one serves the same
+// components with the same bytes.
+//
+// Build it with make plugins (plugins/bundle.wasm) or
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugins/bundle.wasm ./plugins/bundle/wasm
+package bundle
+
+import (
+	"github.com/mindrouter/mindrouter/plugins/ollama"
+	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/plugins/vllm"
+	"github.com/mindrouter/mindrouter/sdk"
+)
+
+// The bundle's manifest name and version.
+const (
+	Name    = "firstparty"
+	Version = "0.1.0"
+)
+
+// Component indexes, as the host puts them in the call header.
+const (
+	OpenAI uint16 = iota // translator
+	VLLM                 // adapter
+	Ollama               // adapter
+)
+
+// Parts returns fresh components in index order.
+func Parts() []sdk.Component {
+	return []sdk.Component{
+		sdk.TranslatorPart(openai.Manifest(), openai.New()),
+		sdk.AdapterPart(vllm.Manifest(), vllm.New()),
+		sdk.AdapterPart(ollama.Manifest(), ollama.New()),
+	}
+}
+
+// New returns the bundle as a native plugin.
+func New() *sdk.Plugin { return sdk.NewBundle(Name, Version, Parts()...) }
