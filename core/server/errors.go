@@ -47,7 +47,8 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 		// Server-side failures name the request so support can find its log.
 		ce.Message += " (request " + ex.id + ")"
 	}
-	if ra := e.RetryAfterSeconds(); ra > 0 || status == 503 || status == 429 {
+	if status == fasthttp.StatusServiceUnavailable || status == fasthttp.StatusTooManyRequests {
+		ra := e.RetryAfterSeconds()
 		if ra == 0 {
 			ra = apierr.DefaultRetryAfter
 		}
@@ -137,12 +138,14 @@ func pluginFailure(err error) error {
 	switch {
 	case errors.As(err, &se) && se.Status == abi.StatusBadInput:
 		return apierr.Wrap(canon.ErrBackend, "bad_backend_response", "the backend sent a response the gateway could not translate", err)
+	case errors.Is(err, context.Canceled): // before ErrPoolTimeout: a wait the client abandoned
+		return errClientGone(err)
 	case errors.Is(err, pluginhost.ErrPoolTimeout):
 		e := apierr.Wrap(canon.ErrOverloaded, "plugin_busy", "the gateway is overloaded, retry shortly", err)
 		e.RetryAfter = 1
 		return e
-	case errors.Is(err, context.Canceled):
-		return errClientGone(err)
+	case errors.Is(err, pluginhost.ErrTooLarge):
+		return apierr.Wrap(canon.ErrRequestTooLarge, "request_too_large", "the request is larger than the gateway's plugins accept", err)
 	}
 	return apierr.Wrap(canon.ErrBackend, "plugin_error", "a gateway plugin failed while handling this request", err)
 }

@@ -40,7 +40,8 @@ func TestFail_RetryAfter(t *testing.T) {
 		{name: "502", err: apierr.New(canon.ErrBackend, "backend_error", "bad gateway"), want: 502},
 		{name: "504", err: apierr.New(canon.ErrTimeout, "backend_timeout", "slow backend"), want: 504},
 		{name: "status override to 503", err: apierr.New(canon.ErrInvalidRequest, "bad", "bad"), status: 503, want: 503, retryHdr: "1"},
-		{name: "400 carrying RetryAfter", err: withRetry(apierr.New(canon.ErrInvalidRequest, "bad", "bad"), 5), want: 400, retryHdr: "5"},
+		// Retry-After belongs to 429 and 503 only.
+		{name: "400 carrying RetryAfter", err: withRetry(apierr.New(canon.ErrInvalidRequest, "bad", "bad"), 5), want: 400, retryHdr: ""},
 		{name: "wrapped", err: fmt.Errorf("stage: %w", apierr.New(canon.ErrOverloaded, "busy", "busy")), want: 503, retryHdr: "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

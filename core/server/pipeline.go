@@ -55,9 +55,9 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		}
 		ex.prepareBackendRequest()
 		if ex.req.Stream {
-			err = b.DoStream(ex.breq, ex.bresp) //TMPCTX
+			err = b.DoStreamContext(ex.ctx, ex.breq, ex.bresp)
 		} else {
-			err = b.Do(ex.breq, ex.bresp, s.cfg.Timeouts.Request.D()) //TMPCTX
+			err = b.DoContext(ex.ctx, ex.breq, ex.bresp, s.cfg.Timeouts.Request.D())
 		}
 		ex.out.Stages[outcome.StageBackend] += time.Since(t1)
 		if err == nil {

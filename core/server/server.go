@@ -14,9 +14,11 @@ package server
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
 // Limiter enforces per-principal limits (rate, concurrency, budget) before
@@ -63,6 +66,7 @@ type Server struct {
 	routes    routeTable
 	chains    map[sdk.Endpoint][]stage
 
+	health     atomic.Pointer[func(context.Context) map[string]error]
 	buffered   atomic.Int64 // request body bytes held by all requests
 	metricsKey []byte
 
@@ -145,6 +149,10 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 // SetReady flips /readyz.
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
+// SetHealth sets the component health checks /readyz reports (nil error:
+// healthy); without it /readyz checks the backends only.
+func (s *Server) SetHealth(f func(context.Context) map[string]error) { s.health.Store(&f) }
+
 // Serve accepts connections on ln until Shutdown. At most
 // limits.max_connections are served at once; beyond that a connection gets
 // a 503 with Retry-After and is closed.
@@ -224,17 +232,55 @@ func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
+// readyz answers {"status":"ready"|"not_ready","checks":{name:"ok"|reason}}
+// (the reference's shape), 503 when any check fails.
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("application/json")
-	ready, serving := s.ready.Load(), s.reg.Serving()
-	status := "ready"
-	if !ready || !serving {
-		status = "not_ready"
+	checks := map[string]error{}
+	if !s.ready.Load() {
+		checks["started"] = errors.New("starting or stopping")
+	} else {
+		checks["started"] = nil
+	}
+	if f := s.health.Load(); f != nil {
+		for k, v := range (*f)(s.baseCtx) {
+			checks[k] = v
+		}
+	} else if !s.reg.Serving() {
+		checks["backends"] = errors.New("no healthy backend serves a model")
+	} else {
+		checks["backends"] = nil
+	}
+	names := make([]string, 0, len(checks))
+	ok := true
+	for k, v := range checks {
+		names = append(names, k)
+		ok = ok && v == nil
+	}
+	sort.Strings(names)
+	var w jsonw.W
+	w.Obj()
+	w.Key("status")
+	if ok {
+		w.Str("ready")
+	} else {
+		w.Str("not_ready")
 		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 		ctx.Response.Header.Set("Retry-After", "5")
 	}
-	ctx.SetBodyString(`{"status":"` + status + `","checks":{"started":` + strconv.FormatBool(ready) +
-		`,"backends":` + strconv.FormatBool(serving) + `}}`)
+	w.Key("checks")
+	w.Obj()
+	for _, k := range names {
+		w.Key(k)
+		if err := checks[k]; err != nil {
+			w.Str(err.Error())
+		} else {
+			w.Str("ok")
+		}
+	}
+	w.EndObj()
+	w.EndObj()
+	ctx.SetContentType("application/json")
+	ctx.SetBody(w.B)
 }
 
 // ServeMetrics answers a Prometheus scrape; with metrics.key set it wants

@@ -256,13 +256,17 @@ func checkModel(ex *exchange, v jsonscan.Value) error {
 	if !ok || v.Kind != jsonscan.String {
 		return nil // the translator says what is wrong, in its words
 	}
-	if v.End-v.Start > maxModelName+2 {
-		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
+	tooLong := apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
+	if v.End-v.Start > 6*maxModelName+2 { // every byte \u-escaped, plus quotes
+		return tooLong
 	}
 	name, err := jsonscan.AppendString(ex.buf[:0], ex.body, v)
 	ex.buf = name
 	if err != nil || jsonscan.HasControl(name) {
 		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must not contain control characters")
+	}
+	if len(name) > maxModelName {
+		return tooLong
 	}
 	return nil
 }

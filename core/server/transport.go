@@ -58,9 +58,7 @@ func requestLineTooLong(msg string) bool {
 	if i < 0 {
 		return false
 	}
-	head := msg[i:]
-	if len(head) > 220 {
-		head = head[:220]
-	}
-	return !strings.Contains(head, `\n`)
+	// The quote is the buffer's first and last 200 bytes: a line break in
+	// either means the request line ended inside the buffer.
+	return !strings.Contains(msg[i:], `\n`)
 }

@@ -24,10 +24,13 @@ import (
 // a new connection (HTTP/1.1 clients, LLM SDKs included, do not pipeline
 // POSTs).
 type watcher struct {
-	conn    net.Conn
-	ex      *exchange
-	timer   *time.Timer
-	mu      sync.Mutex
+	conn  net.Conn
+	ex    *exchange
+	timer *time.Timer
+	armed bool           // the owner's view: start was called, stop not yet
+	fired sync.WaitGroup // held from arming until fire returned or was cancelled
+
+	mu      sync.Mutex // guards conn, running, stopped against fire and read
 	running bool
 	stopped bool
 	done    chan struct{}
@@ -39,22 +42,26 @@ type watcher struct {
 const watchDelay = 20 * time.Millisecond
 
 func (w *watcher) reset(rc *fasthttp.RequestCtx) {
+	w.mu.Lock()
 	w.conn = nil
 	if rc != nil {
 		w.conn = rc.Conn()
 	}
 	w.running, w.stopped, w.stole = false, false, false
+	w.mu.Unlock()
 }
 
-// start arms the watcher; stop disarms it. Calling start twice is
-// harmless.
+// start arms the watcher; stop disarms it. Only the exchange's owner calls
+// them; calling start twice is harmless.
 func (w *watcher) start() {
-	if w.conn == nil || w.timer != nil && w.running {
+	if w.conn == nil || w.armed {
 		return
 	}
 	w.mu.Lock()
 	w.stopped = false
 	w.mu.Unlock()
+	w.armed = true
+	w.fired.Add(1)
 	if w.timer == nil {
 		w.done = make(chan struct{}, 1)
 		w.timer = time.AfterFunc(watchDelay, w.fire)
@@ -64,50 +71,56 @@ func (w *watcher) start() {
 }
 
 func (w *watcher) fire() {
+	defer w.fired.Done()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.stopped || w.running {
-		w.mu.Unlock()
 		return
 	}
+	// Cleared here, under the lock, so a stop that comes later always
+	// sees running and its unblocking deadline is never undone.
+	_ = w.conn.SetReadDeadline(time.Time{})
 	w.running = true
-	w.mu.Unlock()
-	go w.read()
+	go w.read(w.conn)
 }
 
-func (w *watcher) read() {
+func (w *watcher) read(conn net.Conn) {
 	var b [1]byte
-	_ = w.conn.SetReadDeadline(time.Time{})
-	n, err := w.conn.Read(b[:])
+	n, err := conn.Read(b[:])
 	w.mu.Lock()
 	stopped := w.stopped
-	w.mu.Unlock()
-	switch {
-	case n > 0:
+	if n > 0 {
 		w.stole = true
-	case err != nil && !stopped:
+	}
+	w.mu.Unlock()
+	if n == 0 && err != nil && !stopped {
 		w.ex.cancel() // the client went away
 	}
 	w.done <- struct{}{}
 }
 
-// stop disarms the watcher and waits for its read to end. The connection
-// goes back to fasthttp with a past read deadline cleared.
+// stop disarms the watcher and waits until neither its timer nor its read
+// can touch the connection. The connection goes back to fasthttp with no
+// read deadline of ours.
 func (w *watcher) stop() {
-	if w.timer == nil {
+	if !w.armed {
 		return
+	}
+	w.armed = false
+	if w.timer.Stop() {
+		w.fired.Done() // it will not fire
 	}
 	w.mu.Lock()
 	w.stopped = true
 	running := w.running
 	w.mu.Unlock()
-	w.timer.Stop()
-	if !running {
-		return
+	if running {
+		_ = w.conn.SetReadDeadline(time.Unix(1, 0)) // unblocks the read
+		<-w.done
+		w.mu.Lock()
+		w.running = false
+		w.mu.Unlock()
+		_ = w.conn.SetReadDeadline(time.Time{})
 	}
-	_ = w.conn.SetReadDeadline(time.Unix(1, 0)) // unblocks the read
-	<-w.done
-	w.mu.Lock()
-	w.running = false
-	w.mu.Unlock()
-	_ = w.conn.SetReadDeadline(time.Time{})
+	w.fired.Wait()
 }

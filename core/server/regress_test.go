@@ -1,7 +1,7 @@
 package server
 
-// Tests of bugs found while writing the stage tests. Each fails until
-// the code is fixed; the report describes the fix.
+// Regression tests of bugs found while writing the stage tests; each
+// failed before its fix.
 
 import (
 	"context"
@@ -15,7 +15,13 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 )
 
-// Bug: watcher.read clears the read deadline when its goroutine starts.
+func watchRunning(w *watcher) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
+}
+
+// Bug: watcher.read cleared the read deadline when its goroutine starts.
 // When stop runs between fire (running = true, go read()) and that
 // goroutine's first line, stop's past deadline is set first and then
 // cleared by read, whose Read then blocks until the client sends or
@@ -24,12 +30,15 @@ import (
 // about watchDelay). Fix: clear the deadline in fire, under w.mu before
 // running = true (or not at all in read), so stop's past deadline always
 // comes after it.
-func TestBug_WatcherStopRacesFire(t *testing.T) {
+func TestRegression_WatcherStopRacesFire(t *testing.T) {
 	server, client := tcpPair(t)
 	ex := watchedEx(t, server)
 	for i := 0; i < 50; i++ {
 		ex.watch.start()
-		ex.watch.fire() // the timer fires now...
+		ex.watch.timer.Reset(time.Nanosecond) // the timer fires now...
+		for !watchRunning(&ex.watch) {
+			time.Sleep(10 * time.Microsecond)
+		}
 		var hung atomic.Bool
 		unstick := time.AfterFunc(2*time.Second, func() { hung.Store(true); client.Close() })
 		ex.watch.stop() // ...and the response is ready at the same moment
@@ -46,7 +55,7 @@ func TestBug_WatcherStopRacesFire(t *testing.T) {
 // plugin_busy (an overload, counted as a server error) instead of 499.
 // Fix: test errors.Is(err, context.Canceled) before ErrPoolTimeout in
 // pluginFailure.
-func TestBug_PoolWaitCancelledIsClientGone(t *testing.T) {
+func TestRegression_PoolWaitCancelledIsClientGone(t *testing.T) {
 	err := fmt.Errorf("%w: %w", pluginhost.ErrPoolTimeout, context.Canceled) // as pool.await returns it
 	wantErr(t, pluginFailure(err), statusClientClosed, "client_closed_request")
 }
@@ -58,7 +67,7 @@ func TestBug_PoolWaitCancelledIsClientGone(t *testing.T) {
 // `contents: "first"..."last"` shape, call it a long request line only
 // when neither quoted part contains `\n` (search the whole snippet, not
 // the first 220 characters).
-func TestBug_RequestLineTooLongMisreadsHeaders(t *testing.T) {
+func TestRegression_RequestLineTooLongMisreadsHeaders(t *testing.T) {
 	raw := "POST /v1/chat/completions?" + strings.Repeat("q", 300) + " HTTP/1.1\r\nHost: x\r\n" + headerLines(200) + "\r\n"
 	if msg := smallBufferErr(t, raw, 4096).Error(); requestLineTooLong(msg) {
 		t.Fatalf("a 330-byte request line with 9 KB of headers is classified as a long URL (414): %.300q", msg)
@@ -71,7 +80,7 @@ func TestBug_RequestLineTooLongMisreadsHeaders(t *testing.T) {
 // refused as "longer than 256 bytes", though decode would accept it. Fix:
 // refuse on the raw span only beyond 6*maxModelName+2 (the most an escape
 // can expand), and check len(name) > maxModelName after AppendString.
-func TestBug_PrecheckModelLengthCountsEscapes(t *testing.T) {
+func TestRegression_PrecheckModelLengthCountsEscapes(t *testing.T) {
 	s := newTestServer(t, nil)
 	ex := newEx(s, nil)
 	ex.setRoute(chatRoute(&sdk.Routing{Model: "model"}))
