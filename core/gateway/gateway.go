@@ -1,10 +1,12 @@
 // Package gateway wires the gateway's parts together: configuration, the
 // plugin host, the backend registry and its discovery, authentication and
-// the HTTP server. cmd/mindrouter calls Run; tests call Start.
+// the HTTP server, each a Component with a lifecycle (lifecycle.go).
+// cmd/mindrouter calls Start; tests call Start.
 package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,9 +35,11 @@ type Gateway struct {
 	Host        *pluginhost.Host
 	Reg         *backend.Registry
 
-	cancel context.CancelFunc
-	done   chan error
-	log    *slog.Logger
+	cancel        context.CancelFunc
+	done          chan error
+	log           *slog.Logger
+	life          lifecycle
+	stopDiscovery func()
 }
 
 // Options configure Start.
@@ -52,7 +56,9 @@ type Options struct {
 	Observers []outcome.Observer
 }
 
-// Start loads plugins, starts discovery and serves until Close.
+// Start loads plugins, starts discovery and serves until Close. Each part
+// is a Component; they start in this order and Close stops them in
+// reverse: plugin host, discovery, metrics listener, API listener.
 func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -66,56 +72,94 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugins: %w", err)
 	}
+	reg, err := backend.NewRegistry(o.Config)
+	if err != nil {
+		return nil, err
+	}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
 	// first), not cancel their plugin calls mid-way.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	host, err := pluginhost.New(ctx, pcfg, filepath.Dir(o.Config.PluginsPath()), log)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("start plugin host: %w", err)
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	g := &Gateway{Reg: reg, cancel: cancel, done: make(chan error, 1), log: log, life: lifecycle{log: log}}
+
+	hostC := &funcComponent{name: "plugins",
+		start: func(ctx context.Context) error {
+			h, err := pluginhost.New(gctx, pcfg, filepath.Dir(o.Config.PluginsPath()), log)
+			if err != nil {
+				return err
+			}
+			g.Host = h
+			if o.WatchPlugins > 0 {
+				go h.Watch(gctx, o.WatchPlugins)
+			}
+			// Backends name engines; the loaded adapters say which exist.
+			return reg.CheckEngines(adapterFormats(h))
+		},
+		close: func(ctx context.Context) error { return g.Host.Close(ctx) },
 	}
-	reg, err := backend.NewRegistry(o.Config)
-	if err != nil {
-		cancel()
-		_ = host.Close(context.Background())
+	var disc *backend.Discoverer
+	discC := &funcComponent{name: "discovery",
+		start: func(context.Context) error {
+			disc = backend.NewDiscoverer(reg, g.Host, o.Config.Discovery.Timeout.D(), log)
+			dctx, stop := context.WithCancel(gctx)
+			done := make(chan struct{})
+			go func() { defer close(done); disc.Run(dctx, o.Config.Discovery.Interval.D()) }()
+			g.stopDiscovery = func() { stop(); <-done }
+			return nil
+		},
+		health: func(context.Context) error {
+			if !reg.Serving() {
+				return errors.New("no healthy backend serves a model")
+			}
+			return nil
+		},
+		close: func(context.Context) error { g.stopDiscovery(); return nil },
+	}
+	if err := g.life.start(ctx, hostC, discC); err != nil {
+		g.abort()
 		return nil, err
 	}
-	if err := reg.CheckEngines(adapterFormats(host)); err != nil {
-		cancel()
-		_ = host.Close(context.Background())
-		return nil, err
-	}
-	srv := server.New(ctx, server.Options{Config: o.Config, Host: host, Registry: reg, Auth: authn, Logger: log, Observers: o.Observers})
-	ln := o.Listener
-	if ln == nil {
-		ln, err = net.Listen("tcp", o.Config.Listen)
-		if err != nil {
-			cancel()
-			_ = host.Close(context.Background())
-			return nil, fmt.Errorf("listen on %s: %w", o.Config.Listen, err)
-		}
-	}
-	g := &Gateway{Addr: ln.Addr(), Server: srv, Host: host, Reg: reg, cancel: cancel, done: make(chan error, 1), log: log}
+	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: authn, Logger: log, Observers: o.Observers})
+	var comps []Component
 	if addr := o.Config.Metrics.Listen; addr != "" {
-		mln, err := net.Listen("tcp", addr)
-		if err != nil {
-			cancel()
-			_ = ln.Close()
-			_ = host.Close(context.Background())
-			return nil, fmt.Errorf("listen on metrics.listen %s: %w", addr, err)
-		}
-		g.MetricsAddr = mln.Addr()
-		g.metrics = &fasthttp.Server{Handler: srv.ServeMetrics, Name: "mindrouter", ReadTimeout: 10 * time.Second,
-			NoDefaultServerHeader: true, Logger: discardLogger{}}
-		go func() { _ = g.metrics.Serve(mln) }()
+		comps = append(comps, &funcComponent{name: "metrics-listener",
+			start: func(context.Context) error {
+				mln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return fmt.Errorf("listen on metrics.listen %s: %w", addr, err)
+				}
+				g.MetricsAddr = mln.Addr()
+				g.metrics = &fasthttp.Server{Handler: g.Server.ServeMetrics, Name: "mindrouter", ReadTimeout: 10 * time.Second,
+					NoDefaultServerHeader: true, Logger: discardLogger{}}
+				go func() { _ = g.metrics.Serve(mln) }()
+				return nil
+			},
+			close: func(ctx context.Context) error { return g.metrics.ShutdownWithContext(ctx) },
+		})
 	}
-	disc := backend.NewDiscoverer(reg, host, o.Config.Discovery.Timeout.D(), log)
-	go disc.Run(ctx, o.Config.Discovery.Interval.D())
-	if o.WatchPlugins > 0 {
-		go host.Watch(ctx, o.WatchPlugins)
+	comps = append(comps, &funcComponent{name: "api-listener",
+		start: func(context.Context) error {
+			ln := o.Listener
+			if ln == nil {
+				var err error
+				if ln, err = net.Listen("tcp", o.Config.Listen); err != nil {
+					return fmt.Errorf("listen on %s: %w", o.Config.Listen, err)
+				}
+			}
+			g.Addr = ln.Addr()
+			go func() { g.done <- g.Server.Serve(ln) }()
+			return nil
+		},
+		close: func(ctx context.Context) error {
+			g.Server.SetReady(false)
+			return g.Server.Shutdown(ctx)
+		},
+	})
+	if err := g.life.start(ctx, comps...); err != nil {
+		g.abort()
+		return nil, err
 	}
-	go func() { g.done <- srv.Serve(ln) }()
+	g.Server.SetHealth(g.life.health)
 	// Ready once every backend was probed once, so the first request after
 	// /readyz turns 200 can be routed.
 	select {
@@ -123,22 +167,21 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	case <-time.After(o.Config.Discovery.Timeout.D() + time.Second):
 		log.Warn("first discovery round still running; serving anyway")
 	}
-	srv.SetReady(true)
+	g.Server.SetReady(true)
 	return g, nil
+}
+
+// abort undoes a failed Start.
+func (g *Gateway) abort() {
+	_ = g.life.close(context.Background())
+	g.cancel()
 }
 
 // Close stops serving, waits for open requests up to ctx, and unloads the
 // plugins: components close in the reverse of their start order.
 func (g *Gateway) Close(ctx context.Context) error {
-	g.Server.SetReady(false)
-	err := g.Server.Shutdown(ctx)
-	if g.metrics != nil {
-		_ = g.metrics.ShutdownWithContext(ctx)
-	}
+	err := g.life.close(ctx)
 	g.cancel()
-	if herr := g.Host.Close(ctx); err == nil {
-		err = herr
-	}
 	return err
 }
 
