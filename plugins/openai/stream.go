@@ -59,9 +59,10 @@ func (t *Translator) encodeChunk(h *header, s *streamState, ch *canon.ChatChunk,
 			b = appendChunkChoice(b, h, s, &ch.Choices[i], len(b) > start)
 		}
 		if len(b) > start {
-			out.Body = sdk.AppendSSE(out.Body, "", append(b, "]}"...))
+			b = append(b, "]}"...)
+			out.Body = sdk.AppendSSE(out.Body, "", b)
 		}
-		t.buf = b
+		t.buf = b // keep what append grew, or the next chunk allocates again
 	}
 	if ch.Usage != nil && usage {
 		b := append(h.append(t.buf[:0], chunkObject), `,"choices":[],"usage":`...)
