@@ -35,6 +35,29 @@
 // usage and finish-reason meta of OpResponseDecode and OpStreamDecode, and
 // has OpErrorEncode frame mid-stream errors itself (meta "stream" = "1").
 //
+// # Endpoint kinds and the ops they use
+//
+// A translator route declares an endpoint kind (sdk.Route.Kind). The host
+// runs the same pipeline for every kind — authenticate, limit, read the
+// body, pre-check it, decode, admit, attempt, respond or relay, finish —
+// and the kind says which ops fill it:
+//
+//	kind        translator ops                          adapter ops
+//	chat        request_decode, response_encode,        request_encode, response_decode,
+//	            stream_encode, error_encode             stream_decode, error_decode
+//	            (or the fused ops when both are in one module)
+//	models      models_encode, error_encode             — (the host lists discovered models)
+//	completion, embedding, rerank, score, tokenize, responses
+//	            reserved; their ops arrive with later minor versions as
+//	            optional SDK interfaces, so existing plugins keep working.
+//	            A route of a kind the host does not serve answers 404.
+//
+// Every adapter also serves probe_decode for the probes in its manifest.
+// An op a plugin does not implement answers StatusUnsupported.
+//
+// What the host fills and reads, per op, is documented on each Op
+// constant; meta keys are the Meta* constants below and nothing else.
+//
 // # Packed results
 //
 // mr_init and mr_call return ptr<<32 | len: the address and length of a
