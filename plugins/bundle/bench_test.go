@@ -1,0 +1,114 @@
+package bundle
+
+import (
+	"bytes"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+)
+
+// A typical OpenAI → vLLM exchange, natively: the canonical path (two calls
+// on two modules with canonical JSON between them, as the gateway runs
+// them today) against one fused call on the bundle. The host's work of
+// laying out each call's input is counted on both sides (into reused
+// buffers, as the host does).
+
+// hostCall lays out a call into *buf (reused) and runs it.
+func hostCall(b *testing.B, p *sdk.Plugin, op abi.Op, buf *[]byte, ti, ai uint16, flags uint32, state, meta, payload []byte) abi.Result {
+	in := append((*buf)[:0], make([]byte, abi.HeaderSize)...)
+	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(meta)),
+		PayloadLen: uint32(len(payload)), Translator: ti, Adapter: ai})
+	in = append(append(append(in, state...), meta...), payload...)
+	*buf = in
+	r, err := abi.ParseResult(p.Call(op, in))
+	if err != nil || r.Status != abi.StatusOK {
+		b.Fatalf("%s: %v %s %s", op, err, r.Status, r.Error)
+	}
+	return r
+}
+
+// streamBatch is 20 content events of a vLLM stream, mid-stream, with the
+// adapter's and translator's state after the stream's first event.
+func streamBatch(b *testing.B) (events, astate, tstate, fstate []byte) {
+	for i := range 20 {
+		ev := []byte(`{"id":"chatcmpl-8d1f0c2b6a4e4f7e9b3a2c1d0e9f8a7b","object":"chat.completion.chunk","created":1733000000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" word` +
+			strconv.Itoa(i) + `"},"logprobs":null,"finish_reason":null}]}`)
+		events = abi.AppendItem(events, ev)
+	}
+	first := abi.AppendItem(nil, []byte(`{"id":"chatcmpl-8d1f0c2b6a4e4f7e9b3a2c1d0e9f8a7b","object":"chat.completion.chunk","created":1733000000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`))
+	meta := metaList(headerMeta...)
+	s := singles()
+	var buf []byte
+	dec := hostCall(b, s[VLLM], abi.OpStreamDecode, &buf, 0, 0, abi.FlagFirst, nil, nil, first)
+	astate = bytes.Clone(dec.State)
+	enc := hostCall(b, s[OpenAI], abi.OpStreamEncode, &buf, 0, 0, abi.FlagFirst, nil, meta, bytes.Clone(dec.Payload))
+	tstate = bytes.Clone(enc.State)
+	f := hostCall(b, New(), abi.OpFusedStream, &buf, OpenAI, VLLM, abi.FlagFirst, nil, meta, first)
+	fstate = bytes.Clone(f.State)
+	return events, astate, tstate, fstate
+}
+
+func BenchmarkOpenAIToVLLM(b *testing.B) {
+	req := read(b, filepath.Join("..", "openai/testdata/requests/basic.req.json"))
+	resp := read(b, filepath.Join("..", "vllm/testdata/responses/plain.json"))
+	route := metaList(routeMeta...)
+	reqMeta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "32768")...)
+	ctxMeta := metaList(abi.MetaContextLength, "32768")
+	hdr := metaList(headerMeta...)
+
+	b.Run("request/canonical", func(b *testing.B) {
+		s := singles()
+		var b1, b2 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			dec := hostCall(b, s[OpenAI], abi.OpRequestDecode, &b1, 0, 0, 0, nil, route, req)
+			hostCall(b, s[VLLM], abi.OpRequestEncode, &b2, 0, 0, 0, nil, ctxMeta, dec.Payload)
+		}
+	})
+	b.Run("request/fused", func(b *testing.B) {
+		p := New()
+		var b1 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			hostCall(b, p, abi.OpFusedRequest, &b1, OpenAI, VLLM, 0, nil, reqMeta, req)
+		}
+	})
+	b.Run("response/canonical", func(b *testing.B) {
+		s := singles()
+		var b1, b2 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			dec := hostCall(b, s[VLLM], abi.OpResponseDecode, &b1, 0, 0, 0, nil, nil, resp)
+			hostCall(b, s[OpenAI], abi.OpResponseEncode, &b2, 0, 0, 0, nil, hdr, dec.Payload)
+		}
+	})
+	b.Run("response/fused", func(b *testing.B) {
+		p := New()
+		var b1 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			hostCall(b, p, abi.OpFusedResponse, &b1, OpenAI, VLLM, 0, nil, hdr, resp)
+		}
+	})
+	events, astate, tstate, fstate := streamBatch(b)
+	b.Run("stream20/canonical", func(b *testing.B) {
+		s := singles()
+		var b1, b2 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			dec := hostCall(b, s[VLLM], abi.OpStreamDecode, &b1, 0, 0, 0, astate, nil, events)
+			hostCall(b, s[OpenAI], abi.OpStreamEncode, &b2, 0, 0, 0, tstate, hdr, dec.Payload)
+		}
+	})
+	b.Run("stream20/fused", func(b *testing.B) {
+		p := New()
+		var b1 []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			hostCall(b, p, abi.OpFusedStream, &b1, OpenAI, VLLM, 0, fstate, hdr, events)
+		}
+	})
+}
