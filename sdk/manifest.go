@@ -23,3 +23,30 @@ func (m Manifest) Part(i uint16) (Manifest, bool) {
 	}
 	return Manifest{}, false
 }
+
+// AdapterFor returns the index and manifest of the first adapter component
+// whose Format is format.
+func (m Manifest) AdapterFor(format string) (uint16, Manifest, bool) {
+	if m.Kind != KindBundle {
+		return 0, m, m.Kind == KindAdapter && m.Format == format
+	}
+	for i := range m.Components {
+		if c := &m.Components[i]; c.Kind == KindAdapter && c.Format == format {
+			return uint16(i), *c, true
+		}
+	}
+	return 0, Manifest{}, false
+}
+
+// PartNamed returns the index and manifest of the component named name.
+func (m Manifest) PartNamed(name string) (uint16, Manifest, bool) {
+	if m.Kind != KindBundle {
+		return 0, m, m.Name == name
+	}
+	for i := range m.Components {
+		if m.Components[i].Name == name {
+			return uint16(i), m.Components[i], true
+		}
+	}
+	return 0, Manifest{}, false
+}

@@ -24,3 +24,26 @@ func TestManifestParts(t *testing.T) {
 		t.Fatal("bundle part 2")
 	}
 }
+
+func TestManifestFind(t *testing.T) {
+	b := Manifest{Name: "b", Kind: KindBundle, Components: []Manifest{
+		{Name: "openai", Kind: KindTranslator, Format: "openai"},
+		{Name: "vllm", Kind: KindAdapter, Format: "vllm"},
+		{Name: "ollama", Kind: KindAdapter, Format: "ollama"}}}
+	if i, m, ok := b.AdapterFor("ollama"); !ok || i != 2 || m.Name != "ollama" {
+		t.Fatalf("AdapterFor ollama = %d %s %v", i, m.Name, ok)
+	}
+	if _, _, ok := b.AdapterFor("openai"); ok {
+		t.Fatal("a translator is no adapter")
+	}
+	if i, _, ok := b.PartNamed("vllm"); !ok || i != 1 {
+		t.Fatal("PartNamed vllm")
+	}
+	single := Manifest{Name: "vllm", Kind: KindAdapter, Format: "vllm"}
+	if i, _, ok := single.AdapterFor("vllm"); !ok || i != 0 {
+		t.Fatal("single AdapterFor")
+	}
+	if _, _, ok := single.PartNamed("x"); ok {
+		t.Fatal("single PartNamed x")
+	}
+}
