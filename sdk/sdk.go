@@ -21,12 +21,76 @@
 // canonical JSON codec; plugin code sees typed values only. The same plugin
 // package compiles natively, so its unit tests run under go test -race, and
 // sdk.NewTranslator / sdk.NewAdapter give a native Plugin that the gateway's
-// conformance kit and benchmarks drive exactly as they drive the .wasm.
+// conformance kit and benchmarks drive exactly as they drive the .wasm
+// (sdk.NewBundle for a bundle, below).
 //
 // Plugins are stateless functions: any pooled instance may serve any call,
 // and per-stream state lives in a blob the host owns (State). Use
 // reflection-free JSON (package jsonw to write, github.com/valyala/fastjson
 // to read): encoding/json runs about ten times slower inside WebAssembly.
+//
+// # Bundles
+//
+// A module may serve several components, translators and adapters, each
+// with its own manifest: a bundle. Register the parts, in the order that
+// gives their component indexes, instead of one plugin:
+//
+//	func init() {
+//		sdk.RegisterBundle("mybundle", "1.0.0",
+//			sdk.TranslatorPart(mydialect.Manifest(), mydialect.New()), // index 0
+//			sdk.AdapterPart(myengine.Manifest(), myengine.New()),      // index 1
+//		)
+//	}
+//
+// (natively, sdk.NewBundle returns the same Plugin). The bundle answers
+// mr_init with a manifest of Kind KindBundle whose Components are the
+// parts' manifests in index order, each with its Kind and the ABI, SDK and
+// Go versions filled. Every call names its components in the header
+// (abi.Header.Translator, abi.Header.Adapter): a translator op goes to the
+// translator index, an adapter op to the adapter index, and an index out of
+// range or naming a component of the other kind gets StatusUnsupported
+// with a message saying which. A module registered with RegisterTranslator
+// or RegisterAdapter is a module of one component, index 0, whose manifest
+// is that component's. A bundle's config (plugins.yaml `config`) is handed
+// whole to every component implementing Configurable, in index order; the
+// first error fails Init and names the component.
+//
+// # Fused ops
+//
+// When a request's translator and adapter are in the same bundle, the host
+// makes one call per direction (abi.OpFusedRequest, abi.OpFusedResponse,
+// abi.OpFusedStream) instead of two, and the canonical value passes from
+// one component to the other as Go values, never as JSON. Components need
+// no code for this; the SDK guarantees that a fused op gives exactly what
+// the two unfused calls give, driven as the gateway drives them: the same
+// status and error, the same bytes, and as meta the union of both calls'
+// meta (request: request_decode's model, stream, include_usage,
+// max_tokens and request_encode's method, path, content type; response and
+// stream: the usage and finish reason of the decode and what the encode
+// sets). Each half sees the Call the unfused op would get: its Op is the
+// unfused op's (abi.OpRequestDecode, then abi.OpRequestEncode, and so on),
+// the translator gets the call's meta (without abi.MetaContextLength), the
+// adapter only abi.MetaContextLength on a request and no meta otherwise,
+// and ChatRequest.ContextLength is set from that meta as request_encode
+// sets it.
+//
+// A fused stream call runs DecodeStream on the batch with the call's flags,
+// then EncodeStream only when the batch gave chunks or the call has
+// FlagEnd, as the gateway's relay does; the translator gets FlagFirst on
+// its own first call, which may come after the adapter's. Each component
+// keeps its own State (kept unless it calls Set); the host holds one blob
+// with both, in this layout:
+//
+//	byte     version (1)
+//	byte     flags: 1 once the translator has been called
+//	uvarint  length of the adapter's blob
+//	[]byte   the adapter's blob
+//	[]byte   the translator's blob (the rest of the blob)
+//
+// An empty blob starts a stream; the result keeps the host's blob
+// (abi.ResultStateKeep) when neither component Set its state and the flag
+// did not change. abi.ResultStreamDone reports that the adapter called
+// Done.
 package sdk
 
 import (
@@ -178,7 +242,8 @@ type Adapter interface {
 
 // Configurable is implemented by plugins that take configuration: the JSON
 // form of the plugin's `config` in plugins.yaml, given once per instance
-// before any call.
+// before any call. In a bundle every component implementing it gets the
+// bundle's whole config, in component order.
 type Configurable interface {
 	Configure(config []byte) error
 }
