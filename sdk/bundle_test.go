@@ -700,3 +700,24 @@ func TestFilterMeta(t *testing.T) {
 		t.Errorf("malformed %q", got)
 	}
 }
+
+func FuzzFusedState(f *testing.F) {
+	f.Add([]byte{}, []byte("a"), []byte("t"), true)
+	f.Add([]byte("\x01\x01\x02abc"), []byte{}, []byte{}, false)
+	f.Fuzz(func(t *testing.T, blob, a, tr []byte, started bool) {
+		var s fusedState
+		if s.parse(blob) == nil {
+			// Re-encoding gives the same parts (the length may have had a
+			// longer uvarint form).
+			var s2 fusedState
+			if err := s2.parse(appendFusedState(nil, s.started, s.adapter, s.translator)); err != nil || s2.started != s.started ||
+				!bytes.Equal(s2.adapter, s.adapter) || !bytes.Equal(s2.translator, s.translator) {
+				t.Fatalf("%q: %+v re-parses as %+v (%v)", blob, s, s2, err)
+			}
+		}
+		b := appendFusedState(nil, started, a, tr)
+		if err := s.parse(b); err != nil || s.started != started || !bytes.Equal(s.adapter, a) || !bytes.Equal(s.translator, tr) {
+			t.Fatalf("round trip of %v %q %q: %v %+v", started, a, tr, err, s)
+		}
+	})
+}
