@@ -145,3 +145,32 @@ func Cleanup() {
 		_ = os.RemoveAll(built.Dir)
 	}
 }
+
+var (
+	brokenOnce sync.Once
+	brokenPath string
+	brokenErr  error
+)
+
+// BuildBroken compiles the deliberately misbehaving test translator
+// (plugins/testdata/broken/bad) once per process into the BuildPlugins
+// directory, precompiled for strict mode into its cache (cache_dir
+// "cache" next to it), and returns the .wasm path. BuildPlugins must have
+// succeeded first.
+func BuildBroken() (string, error) {
+	brokenOnce.Do(func() {
+		if built.Dir == "" {
+			brokenErr = fmt.Errorf("testutil: BuildBroken before BuildPlugins")
+			return
+		}
+		path := filepath.Join(built.Dir, "bad.wasm")
+		if brokenErr = BuildWasm("plugins/testdata/broken/bad", path); brokenErr != nil {
+			return
+		}
+		if brokenErr = Precompile(filepath.Join(built.Dir, "cache"), path+"=strict"); brokenErr != nil {
+			return
+		}
+		brokenPath = path
+	})
+	return brokenPath, brokenErr
+}
