@@ -35,16 +35,48 @@ const (
 func (m Mode) String() string { return string(m) }
 
 // Defaults applied by LoadConfig to absent keys and by New to zero limits.
+//
+// Memory and payload sizes come from measurements of the first-party
+// plugins (core/pluginhost/memory_measure_test.go, go test -tags measure):
+// the smallest memory_mb at which one call succeeds, per input shape.
+//
+//	openai request_decode, 16 MiB body of one string or one base64 image:  102 MiB
+//	openai request_decode, 16 MiB body of 215k messages (645k JSON values): 615 MiB
+//	openai request_decode, 10 MiB body of 350k messages (1<<20 values):     669 MiB
+//	openai request_decode, 16 MiB body of 540k messages (1.6M values):     1200 MiB
+//	vllm request_encode, canonical of the 215k-message body (22 MB):        278 MiB
+//	vllm response_decode, 16 MiB response of one string:                    118 MiB
+//
+// Guest memory follows the number of JSON values more than the bytes (the
+// plugins parse into a DOM: 0.4–0.7 KiB per value at the peak), so the
+// gateway's limits.max_json_values (1<<20) bounds it along with the body
+// size; a translator's canonical output of a body of many short messages
+// is up to 1.83× the body. Hence max_payload_mb 32 (twice the gateway's
+// 16 MiB body limit) and memory_mb 1024 (MemoryPerPayloadMB × 32). Linear
+// memory is committed only as a guest grows (an idle instance stays at
+// ~5 MiB whatever the cap), and pool.recycle_mb gives it back after a
+// large call.
 const (
-	DefaultMemoryMB      = 64
+	DefaultMemoryMB      = 1024
 	DefaultCallTimeoutMS = 100
 	DefaultStateMaxKB    = 64
-	DefaultMaxPayloadMB  = 16
+	DefaultMaxPayloadMB  = 32
 	DefaultGOGC          = 100
 	DefaultPoolMin       = 1
 	DefaultPoolMaxCalls  = 100000
 	DefaultPoolWaitMS    = 1000
+	DefaultPoolRecycleMB = 48
 )
+
+// MemoryPerPayloadMB is the guest memory a plugin may need per MiB of
+// payload: memory_mb must be at least this × max_payload_mb, or the
+// configuration is refused (a call with a payload at the limit would trap
+// out of memory under load). 32 covers every measured chat-body shape
+// within the gateway's default limits with ~50% headroom (worst: 669 MiB
+// for 1<<20 JSON values); bodies of tiny values beyond those limits (a
+// 16 MiB array of 1-byte numbers) need more than a wasm32 guest can have
+// and must be refused before the plugin (limits.max_json_values).
+const MemoryPerPayloadMB = 32
 
 // Config is plugins.yaml. It is immutable once loaded; Reload builds a new one.
 type Config struct {
@@ -72,7 +104,7 @@ type PluginConfig struct {
 
 // Limits bound one plugin's resources.
 type Limits struct {
-	MemoryMB      int // linear memory cap per instance; GOMEMLIMIT is set to 75% of it
+	MemoryMB      int // linear memory cap per instance (>= MemoryPerPayloadMB × MaxPayloadMB); GOMEMLIMIT is set to 75% of it
 	CallTimeoutMS int // strict: per-call deadline; trusted: the watchdog's basis
 	StateMaxKB    int // per-stream state blob cap, in and out
 	MaxPayloadMB  int // input and output payload cap
@@ -85,6 +117,10 @@ type PoolConfig struct {
 	Max      int // 0 = GOMAXPROCS+1
 	MaxCalls int // recycle an instance after this many calls; 0 = never
 	WaitMS   int // how long a call waits for a free instance when its ctx has no deadline
+	// RecycleMB replaces an instance whose linear memory passed it after
+	// a call (a Go guest never shrinks its memory, so one large call
+	// would keep it grown); at most 75% of limits.memory_mb applies.
+	RecycleMB int
 }
 
 // Raw forms: pointers tell absent from zero so defaults apply only to
@@ -115,10 +151,11 @@ type rawLimits struct {
 }
 
 type rawPool struct {
-	Min      *int `yaml:"min"`
-	Max      *int `yaml:"max"`
-	MaxCalls *int `yaml:"max_calls"`
-	WaitMS   *int `yaml:"wait_ms"`
+	Min       *int `yaml:"min"`
+	Max       *int `yaml:"max"`
+	MaxCalls  *int `yaml:"max_calls"`
+	WaitMS    *int `yaml:"wait_ms"`
+	RecycleMB *int `yaml:"recycle_mb"`
 }
 
 // LoadConfig reads and validates plugins.yaml strictly: unknown keys are
@@ -173,10 +210,11 @@ func (r *rawPlugin) resolve() (PluginConfig, error) {
 			GOGC:          orDefault(r.Limits.GOGC, DefaultGOGC),
 		},
 		Pool: PoolConfig{
-			Min:      orDefault(r.Pool.Min, DefaultPoolMin),
-			Max:      orDefault(r.Pool.Max, 0),
-			MaxCalls: orDefault(r.Pool.MaxCalls, DefaultPoolMaxCalls),
-			WaitMS:   orDefault(r.Pool.WaitMS, DefaultPoolWaitMS),
+			Min:       orDefault(r.Pool.Min, DefaultPoolMin),
+			Max:       orDefault(r.Pool.Max, 0),
+			MaxCalls:  orDefault(r.Pool.MaxCalls, DefaultPoolMaxCalls),
+			WaitMS:    orDefault(r.Pool.WaitMS, DefaultPoolWaitMS),
+			RecycleMB: orDefault(r.Pool.RecycleMB, DefaultPoolRecycleMB),
 		},
 	}
 	if pc.Mode == "" {
@@ -264,8 +302,13 @@ func (pc *PluginConfig) validate() error {
 	checkRange("limits.state_max_kb", l.StateMaxKB, 1, 1<<20)
 	checkRange("limits.max_payload_mb", l.MaxPayloadMB, 1, 1024)
 	checkRange("limits.gogc", l.GOGC, 10, 10000)
+	if mem, pay := orZero(l.MemoryMB, DefaultMemoryMB), orZero(l.MaxPayloadMB, DefaultMaxPayloadMB); mem >= 4 && pay >= 1 && mem < MemoryPerPayloadMB*pay {
+		add("limits.memory_mb: %d MiB is too small for limits.max_payload_mb %d: a plugin may need %d MiB of memory per MiB of payload, "+
+			"so a payload near the limit would trap out of memory; set memory_mb to at least %d or max_payload_mb to at most %d",
+			mem, pay, MemoryPerPayloadMB, MemoryPerPayloadMB*pay, max(mem/MemoryPerPayloadMB, 1))
+	}
 	p := &pc.Pool
-	if p.Min < 0 || p.Max < 0 || p.MaxCalls < 0 || p.WaitMS < 0 {
+	if p.Min < 0 || p.Max < 0 || p.MaxCalls < 0 || p.WaitMS < 0 || p.RecycleMB < 0 {
 		add("pool: values must not be negative")
 	}
 	if p.Max > 0 && p.Min > p.Max {
@@ -305,5 +348,16 @@ func (pc PluginConfig) withDefaults() PluginConfig {
 	if pc.Pool.WaitMS == 0 {
 		pc.Pool.WaitMS = DefaultPoolWaitMS
 	}
+	if pc.Pool.RecycleMB == 0 {
+		pc.Pool.RecycleMB = DefaultPoolRecycleMB
+	}
 	return pc
+}
+
+// orZero is v, or def when v is 0 (a limit New replaces by its default).
+func orZero(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -21,7 +23,7 @@ plugins:
     sha256: ""
     config: {default_max_tokens: 1024, models: [a, b]}
     mode: trusted
-    limits: {memory_mb: 32, call_timeout_ms: 50, state_max_kb: 16, max_payload_mb: 8}
+    limits: {memory_mb: 256, call_timeout_ms: 50, state_max_kb: 16, max_payload_mb: 8}
     pool: {min: 2, max: 0, max_calls: 1000}
   - name: vllm
     kind: adapter
@@ -40,8 +42,8 @@ plugins:
 	o := c.Plugins[0]
 	if o.Name != "openai" || o.Kind != sdk.KindTranslator || o.Mode != ModeTrusted ||
 		string(o.Config) != `{"default_max_tokens":1024,"models":["a","b"]}` ||
-		o.Limits != (Limits{MemoryMB: 32, CallTimeoutMS: 50, StateMaxKB: 16, MaxPayloadMB: 8, GOGC: DefaultGOGC}) ||
-		o.Pool != (PoolConfig{Min: 2, Max: 0, MaxCalls: 1000, WaitMS: DefaultPoolWaitMS}) {
+		o.Limits != (Limits{MemoryMB: 256, CallTimeoutMS: 50, StateMaxKB: 16, MaxPayloadMB: 8, GOGC: DefaultGOGC}) ||
+		o.Pool != (PoolConfig{Min: 2, Max: 0, MaxCalls: 1000, WaitMS: DefaultPoolWaitMS, RecycleMB: DefaultPoolRecycleMB}) {
 		t.Errorf("openai %+v", o)
 	}
 	v := c.Plugins[1]
@@ -88,5 +90,35 @@ plugins:
 				}
 			}
 		})
+	}
+}
+
+// TestParseConfig_MemoryForPayload: memory_mb must hold MemoryPerPayloadMB
+// per MiB of max_payload_mb (defaults included), or the config is refused
+// at load with an error naming the key, instead of calls trapping out of
+// memory under load.
+func TestParseConfig_MemoryForPayload(t *testing.T) {
+	if DefaultMemoryMB < MemoryPerPayloadMB*DefaultMaxPayloadMB {
+		t.Fatalf("the defaults break the rule: memory_mb %d, max_payload_mb %d", DefaultMemoryMB, DefaultMaxPayloadMB)
+	}
+	for _, tt := range []struct {
+		limits string
+		want   string // "" = accepted
+	}{
+		{"{}", ""},
+		{"{memory_mb: 64, max_payload_mb: 2}", ""},
+		{"{memory_mb: 4096, max_payload_mb: 128}", ""},
+		{"{memory_mb: 64}", "limits.memory_mb: 64 MiB is too small for limits.max_payload_mb 32"},
+		{"{max_payload_mb: 64}", "limits.memory_mb: 1024 MiB is too small for limits.max_payload_mb 64"},
+		{"{memory_mb: 512, max_payload_mb: 32}", "set memory_mb to at least 1024 or max_payload_mb to at most 16"},
+	} {
+		y := "abi: " + strconv.Itoa(abi.VersionMajor) + "\nplugins:\n  - {name: a, kind: adapter, path: a.wasm, limits: " + tt.limits + "}\n"
+		_, err := ParseConfig([]byte(y))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.limits, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: err %v, want %q", tt.limits, err, tt.want)
+		}
 	}
 }

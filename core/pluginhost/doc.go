@@ -42,7 +42,17 @@
 //
 // Any trap, timeout or protocol violation discards the instance (a Go
 // runtime that threw is in an undefined state); plugin errors are data
-// (*StatusError, instance kept).
+// (*StatusError, instance kept; its message, which can echo client input,
+// cut to 512 bytes on a UTF-8 boundary with "…").
+//
+// A trap writes one warning line: plugin, version, op, request id and a
+// reason of at most 256 bytes (the Go runtime's "fatal error: ..." lines
+// from the guest's stderr and wazero's error), at most 20 per second per
+// plugin (the next line counts the suppressed ones). The guest's output
+// during the call (a Go runtime prints a dozen stack lines) and wazero's
+// stack trace go to one debug record only: output written during a call
+// is held until the call ends, and emitted as ordinary plugin output when
+// it did not trap.
 //
 // # Pools
 //
@@ -55,9 +65,19 @@
 // path, logged and counted: 2–6 ms and ~25–50k allocations), else waits
 // until the caller's deadline (pool.wait_ms without one) and fails with
 // ErrPoolTimeout. Put discards instances after an error, after max_calls,
-// or once their linear memory passed 75% of memory_mb, and refills to min
-// in the background. Calls are CPU-bound and never block inside the guest,
-// so max defaults to GOMAXPROCS+1.
+// or once their linear memory passed pool.recycle_mb (48 MiB, at most 75%
+// of memory_mb: a Go guest never shrinks its memory, so this gives back
+// what one large call took), and replaces each at once in the background.
+// The replacement inherits the discarded instance's slot: a discarded
+// instance never counts against max, the pool never shrinks, and callers
+// that trap again and again cannot instantiate on their request path ahead
+// of others; a caller that finds no idle instance while replacements are
+// on their way waits for one of them (in arrival order). So a trap costs
+// its own request only: callers with good input keep being served while
+// others trap continuously. Refill tops the pool up to min, and beyond
+// while more callers wait than instances are on their way. Calls are
+// CPU-bound and never block inside the guest, so max defaults to
+// GOMAXPROCS+1.
 //
 // # Timeouts: strict and trusted modes
 //
@@ -110,9 +130,25 @@
 // a trap); crypto/rand as the random source (per-instance map seeds); real
 // wall and monotonic clocks; nanosleep a no-op (a guest cannot park a
 // gateway goroutine); stdout, stderr and mr_v2.log go to a per-plugin log
-// limited to 20 lines/s (dropped lines are counted); anonymous module
-// names; _initialize as the start function. Inputs above state_max_kb or
-// max_payload_mb are refused (ErrTooLarge), results above them rejected.
+// limited to 20 lines/s (dropped lines are counted), each line cut to
+// 1 KiB; anonymous module names; _initialize as the start function.
+// Inputs above state_max_kb or max_payload_mb are refused (ErrTooLarge),
+// results above them rejected.
+//
+// # Memory and payload limits
+//
+// memory_mb (default 1024) must be at least MemoryPerPayloadMB (32) ×
+// max_payload_mb (default 32), or the configuration is refused at load:
+// the first-party plugins parse JSON into a DOM and need up to 669 MiB for
+// a chat body within the gateway's default limits (16 MiB, 1<<20 JSON
+// values), and a translator's canonical output can be 1.83× its input
+// (see the defaults in config.go for the measurements). The cap costs
+// nothing until used: wazero commits linear memory only as a guest grows
+// (measured: 9 idle first-party instances add the same 110 MiB of RSS
+// under a 64, 1024 or 4096 MiB cap), and recycle_mb returns it after a
+// large call (RSS back to 119 MiB after a 15 MB call; 223 MiB if kept).
+// The worst case is pool.max × memory_mb when every instance serves a
+// maximal body at once.
 //
 // # Hot reload
 //

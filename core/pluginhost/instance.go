@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,12 +54,13 @@ type Result struct {
 	State   []byte // new state blob; a copy of the input state when the plugin kept it
 	Meta    []byte
 	Payload []byte
-	Err     []byte // error message when Status >= abi.StatusBadInput
+	Err     []byte // error message when Status >= abi.StatusBadInput, at most 512 bytes
 }
 
 // StatusError is returned by Call when the plugin answered with an error
 // status (>= abi.StatusBadInput). The Result is still filled. The instance
-// is healthy and was kept.
+// is healthy and was kept. Msg is the plugin's message cut to 512 bytes
+// on a UTF-8 boundary ("…" appended): it can echo client input.
 type StatusError struct {
 	Plugin string
 	Op     abi.Op
@@ -86,6 +86,7 @@ type instance struct {
 	inPtr  uint32 // guest input buffer address (stable until the next mr_buf)
 	inCap  uint32
 	calls  int
+	out    *guestOutput // stdout and stderr; nil for native instances
 
 	// Read by the watchdog while a call runs.
 	started  atomic.Int64 // mono() at call start, 0 when idle
@@ -144,6 +145,9 @@ func (in *instance) do(ctx context.Context, op abi.Op, ci *CallInput, out *Resul
 		out.Err = fmt.Appendf(out.Err[:0], "state blob %d B over the %d B limit", len(r.State), v.stateMax)
 	}
 	if out.Status >= abi.StatusBadInput {
+		// The message can echo client input (a 4 MB model name): it is
+		// bounded before it reaches a log line or a response.
+		out.Err = truncateBytes(out.Err, maxStatusMsg)
 		return bad, &StatusError{Plugin: v.plugin.name, Op: op, Status: out.Status, Msg: string(out.Err)}
 	}
 	return false, nil
@@ -182,6 +186,7 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 		}
 		in.beginStrict(deadline)
 	}
+	in.out.hold()
 	err = in.writeAndCall(op, need, ci)
 	in.started.Store(0)
 	if in.reported.Load() {
@@ -190,6 +195,7 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 	if v.strict && in.endStrict() {
 		// The timekeeper fired: even a call that completed meanwhile
 		// leaves a cancelled context behind, so the instance goes.
+		in.out.flush()
 		if err == nil {
 			res, err = in.result(op)
 			return res, true, err
@@ -198,15 +204,18 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 	}
 	if err != nil {
 		if errors.Is(err, ErrProtocol) {
+			in.out.flush()
 			return nil, true, err
 		}
+		// One warning line per trap; the guest's output (a Go runtime
+		// prints a dozen stack lines) and wazero's trace at debug only.
 		msg, trace, _ := strings.Cut(err.Error(), "\n")
-		if trace != "" {
-			v.logger().LogAttrs(context.Background(), slog.LevelWarn, "plugin trapped",
-				slog.String("op", op.String()), reqIDAttr(ci.RequestID), slog.String("trace", trace))
-		}
-		return nil, true, v.errorf(op, ErrTrap, "%s", msg)
+		output := in.out.take()
+		reason := trapReason(output, msg)
+		v.logTrap(op, ci.RequestID, reason, output, trace)
+		return nil, true, v.errorf(op, ErrTrap, "%s", reason)
 	}
+	in.out.flush()
 	res, err = in.result(op)
 	return res, err != nil, err
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/pluginhost/internal/testbuild"
 )
 
@@ -48,6 +49,7 @@ func testMain(m *testing.M) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(testDir)
+	defer testutil.Cleanup() // the first-party plugins, when a test built them
 	cacheDir = filepath.Join(testDir, "cache")
 	if wasmFiles, err = testbuild.Build(root, testDir, testPlugins); err != nil {
 		return fail(err)
@@ -62,7 +64,7 @@ func testMain(m *testing.M) int {
 func plugin(name, wasm string, kind string, mode Mode) PluginConfig {
 	return PluginConfig{
 		Name: name, Kind: kindOf(kind), Path: wasmFiles[wasm], Mode: mode,
-		Limits: Limits{MemoryMB: 64, CallTimeoutMS: 200},
+		Limits: Limits{MemoryMB: 64, MaxPayloadMB: 2, CallTimeoutMS: 200},
 		Pool:   PoolConfig{Min: 1, Max: 4, MaxCalls: 0, WaitMS: 2000},
 	}
 }

@@ -24,10 +24,11 @@ type pool struct {
 	stack    []*instance    // idle instances, most recently used last
 	idle     chan *instance // hand-off to waiters (cap = max)
 	live     atomic.Int32   // instances in existence or being created
+	pending  atomic.Int32   // of which being created in the background
 	waiting  atomic.Int32   // callers blocked in get
 	min, max int32
 	maxCalls int
-	maxMem   uint32 // recycle an instance whose linear memory grew past this
+	maxMem   uint32 // recycle an instance whose linear memory grew past this (pool.recycle_mb)
 	wait     time.Duration
 
 	closed    atomic.Bool
@@ -47,7 +48,7 @@ func newPool(v *Version, pc *PluginConfig) *pool {
 		min:      int32(pc.Pool.Min),
 		max:      int32(pc.Pool.Max),
 		maxCalls: pc.Pool.MaxCalls,
-		maxMem:   uint32(min(pc.Limits.MemoryMB*3/4, 4095)) << 20,
+		maxMem:   uint32(min(pc.Pool.RecycleMB, pc.Limits.MemoryMB*3/4, 4095)) << 20,
 		wait:     time.Duration(pc.Pool.WaitMS) * time.Millisecond,
 		done:     make(chan struct{}),
 		all:      map[*instance]struct{}{},
@@ -55,9 +56,11 @@ func newPool(v *Version, pc *PluginConfig) *pool {
 	return p
 }
 
-// get checks out an instance: an idle one if any; else a new one while
-// live < max (the slow path, logged); else it waits for one until ctx ends
-// (or p.wait when ctx has no deadline).
+// get checks out an instance: an idle one if any; else, when background
+// instantiations are already on their way for fewer callers than are
+// waiting, it waits for one of them; else a new one while live < max (the
+// slow path, logged); else it waits for one until ctx ends (or p.wait when
+// ctx has no deadline).
 func (p *pool) get(ctx context.Context) (*instance, error) {
 	if in := p.pop(); in != nil {
 		return in, nil
@@ -69,6 +72,11 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 	}
 	if p.closed.Load() {
 		return nil, ErrClosed
+	}
+	if p.pending.Load() > p.waiting.Load() {
+		// A replacement is being created in the background: it is
+		// nearer than a new instantiation of our own.
+		return p.await(ctx)
 	}
 	if p.reserve() {
 		start := time.Now()
@@ -137,12 +145,14 @@ func (p *pool) create(ctx context.Context) (*instance, error) {
 
 // put returns an instance after a call. It is discarded when the call
 // went wrong (trap, timeout, protocol violation), after max_calls, when its
-// memory grew past the recycle threshold, or when the pool is closed.
+// memory grew past the recycle threshold, or when the pool is closed; a
+// discarded instance is replaced in the background.
 func (p *pool) put(in *instance, bad bool) {
 	in.calls++
-	in.lastMem.Store(in.memBytes())
-	if bad || p.closed.Load() || (p.maxCalls > 0 && in.calls >= p.maxCalls) || in.memBytes() > p.maxMem {
-		p.discard(in)
+	mem := in.memBytes()
+	in.lastMem.Store(mem)
+	if bad || p.closed.Load() || (p.maxCalls > 0 && in.calls >= p.maxCalls) || mem > p.maxMem {
+		p.replace(in)
 		return
 	}
 	p.release(in)
@@ -182,19 +192,59 @@ func (p *pool) pop() *instance {
 	return in
 }
 
-func (p *pool) discard(in *instance) {
+// replace discards in and, unless the pool is closed, creates its
+// replacement in the background at once. The replacement inherits in's
+// slot: a discarded instance never counts against max (so a caller that
+// traps again and again cannot block the replacement of its own
+// instances), and live never drops below what the pool had, so callers
+// with good input find an instance as before while others trap. The
+// caller that got in returns without waiting for either the close or the
+// instantiation.
+func (p *pool) replace(in *instance) {
 	p.mu.Lock()
 	delete(p.all, in)
 	p.mu.Unlock()
-	in.close()
-	p.live.Add(-1)
 	p.v.plugin.metrics.discarded.Add(1)
-	p.refill()
+	if p.closed.Load() {
+		in.close()
+		p.live.Add(-1)
+		return
+	}
+	p.pending.Add(1)
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		in.close() // first: its memory goes before the new instance's comes
+		p.createPending()
+	}()
 }
 
-// refill tops the pool up in the background: to min, and by one more while
-// callers wait (so a waiter is not starved after a discard). One refiller
-// runs at a time.
+// createPending instantiates into a slot already counted in live and
+// pending, then hands the instance to a waiter or the idle stack. When
+// instantiation fails the slot is freed and refill takes over (it retries
+// with a backoff while callers wait).
+func (p *pool) createPending() {
+	if p.closed.Load() {
+		p.pending.Add(-1)
+		p.live.Add(-1)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
+	in, err := p.create(ctx) // frees the slot on failure
+	cancel()
+	if err != nil {
+		p.pending.Add(-1)
+		p.v.logger().Error("plugin instance replacement failed", slog.Any("err", err))
+		p.refill()
+		return
+	}
+	p.release(in)
+	p.pending.Add(-1) // after release: a caller that saw it pending finds the instance
+}
+
+// refill tops the pool up in the background: to min, and further while
+// more callers wait than instances are on their way (up to max). One
+// refiller runs at a time.
 func (p *pool) refill() {
 	if p.closed.Load() || !p.needMore() || !p.refilling.CompareAndSwap(false, true) {
 		return
@@ -205,10 +255,12 @@ func (p *pool) refill() {
 		defer p.refilling.Store(false)
 		failures := 0
 		for !p.closed.Load() && p.needMore() && p.reserve() {
+			p.pending.Add(1)
 			ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
 			in, err := p.create(ctx)
 			cancel()
 			if err != nil {
+				p.pending.Add(-1)
 				failures++
 				p.v.logger().Error("plugin instance refill failed", slog.Any("err", err))
 				if failures >= 3 {
@@ -218,13 +270,15 @@ func (p *pool) refill() {
 				continue
 			}
 			p.release(in)
+			p.pending.Add(-1)
 		}
 	}()
 }
 
+// needMore: below min, or more callers waiting than instances on their way.
 func (p *pool) needMore() bool {
 	live := p.live.Load()
-	return live < p.min || (p.waiting.Load() > 0 && live < p.max)
+	return live < p.min || (p.waiting.Load() > p.pending.Load() && live < p.max)
 }
 
 // drain closes every idle instance.

@@ -168,8 +168,8 @@ func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error
 // no args, an environment of GOMEMLIMIT and GOGC only, real clocks, crypto
 // randomness (distinct map-hash seeds per instance), nanosleep left a no-op
 // (a guest cannot park a gateway goroutine), stdout/stderr into the
-// plugin's rate-limited log.
-func moduleConfig(pc *PluginConfig, sink *logSink) wazero.ModuleConfig {
+// plugin's rate-limited log through guestOutput (held during a call).
+func moduleConfig(pc *PluginConfig, out *guestOutput) wazero.ModuleConfig {
 	return wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize).
@@ -178,15 +178,12 @@ func moduleConfig(pc *PluginConfig, sink *logSink) wazero.ModuleConfig {
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithStdout(&lineWriter{sink: sink, level: slog.LevelInfo, stream: "stdout"}).
-		WithStderr(&lineWriter{sink: sink, level: slog.LevelWarn, stream: "stderr"})
+		WithStdout(&out.stdout).
+		WithStderr(&out.stderr)
 }
 
-// Plugin output limits.
-const (
-	logLinesPerSecond = 20
-	maxLogLine        = 2048
-)
+// logLinesPerSecond bounds each plugin's log (see logSink).
+const logLinesPerSecond = 20
 
 // logSink is a plugin's log: guest stdout, stderr and mr_v2.log lines, at
 // most logLinesPerSecond per plugin; the rest are counted and dropped.
@@ -213,46 +210,19 @@ func (s *logSink) allow() bool {
 	return true
 }
 
+// emit logs one guest line, cut to maxLogLine bytes on a UTF-8 boundary.
 func (s *logSink) emit(level slog.Level, stream string, line []byte, attrs ...slog.Attr) {
 	if len(line) == 0 || !s.allow() {
 		return
 	}
+	var text string
 	if len(line) > maxLogLine {
-		line = line[:maxLogLine]
+		text = string(line[:cutUTF8(line, maxLogLine-len(ellipsis))]) + ellipsis
+	} else {
+		text = string(line)
 	}
-	attrs = append(attrs, slog.String("stream", stream), slog.String("line", string(line)))
+	attrs = append(attrs, slog.String("stream", stream), slog.String("line", text))
 	s.logger.LogAttrs(context.Background(), level, "plugin output", attrs...)
-}
-
-// lineWriter splits a guest's stdout or stderr into lines for a logSink.
-// Each instance has its own (writes come from one instance at a time).
-type lineWriter struct {
-	sink   *logSink
-	level  slog.Level
-	stream string
-	buf    []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := slices.Index(p, '\n')
-		if i < 0 {
-			w.add(p)
-			break
-		}
-		w.add(p[:i])
-		w.sink.emit(w.level, w.stream, w.buf)
-		w.buf = w.buf[:0]
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-func (w *lineWriter) add(p []byte) {
-	if room := maxLogLine - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(len(p), room)]...)
-	}
 }
 
 type sinkKey struct{}
@@ -279,7 +249,7 @@ func reqIDAttr(id uint64) slog.Attr {
 func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level := slog.Level(int32(uint32(stack[0])))
 	ptr, n := uint32(stack[1]), uint32(stack[2])
-	n = min(n, maxLogLine)
+	n = min(n, maxLogLine+1) // one more byte than a line may have: emit sees it must cut
 	sink, _ := h.sinks.Load(mod)
 	s, _ := sink.(*logSink)
 	if s == nil {

@@ -30,6 +30,7 @@ type Plugin struct {
 	metrics pluginMetrics
 	seq     atomic.Uint64
 	lastErr atomic.Pointer[error]
+	trapLog trapLog
 }
 
 // Name returns the plugin's name from plugins.yaml.
@@ -244,11 +245,12 @@ func (v *Version) instantiate(ctx context.Context, manifest bool) (*instance, []
 		defer cancel()
 	}
 	ictx := context.WithValue(ctx, sinkKey{}, v.sink)
-	mod, err := v.mod.rt.InstantiateModule(ictx, v.mod.cm, moduleConfig(&v.cfg, v.sink))
+	out := newGuestOutput(v.sink)
+	mod, err := v.mod.rt.InstantiateModule(ictx, v.mod.cm, moduleConfig(&v.cfg, out))
 	if err != nil {
 		return nil, nil, fmt.Errorf("instantiate: %w", err)
 	}
-	in := &instance{v: v, mod: mod, mem: mod.Memory(),
+	in := &instance{v: v, mod: mod, mem: mod.Memory(), out: out,
 		call: mod.ExportedFunction(abi.ExportCall), buf: mod.ExportedFunction(abi.ExportBuf)}
 	// One context per instance for all its calls; the timekeeper cancels
 	// it when a strict call overruns, and the instance is then discarded.

@@ -99,15 +99,15 @@ func (s *session) checkBudget() (string, error) {
 	return detail, errors.Join(errs...)
 }
 
-// checkMemory: after the budget calls, linear memory is under 75% of the
-// limit (where the pool recycles instances) and shows no steady growth
-// across four samples.
+// checkMemory: after the budget calls, linear memory is under the pool's
+// recycle threshold (pool.recycle_mb, at most 75% of the limit) and shows
+// no steady growth across four samples.
 func (s *session) checkMemory() (string, error) {
 	mem := s.mem
 	if len(mem) == 0 {
 		return "", skip("the budget check did not run")
 	}
-	limit := uint32(min(uint64(s.opts.MemoryMB)<<20*3/4, math.MaxUint32))
+	limit := uint32(min(uint64(s.opts.MemoryMB)<<20*3/4, uint64(pluginhost.DefaultPoolRecycleMB)<<20, math.MaxUint32))
 	detail := fmt.Sprintf("linear memory %s before, %s after %d calls (samples %v; limit %s)",
 		mib(s.rep.MemoryStartBytes), mib(s.rep.MemoryBytes), s.opts.BudgetCalls, mibs(mem), mib(limit))
 	var errs []error

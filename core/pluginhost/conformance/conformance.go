@@ -41,8 +41,11 @@ type Options struct {
 	// memory check.
 	Budget      time.Duration
 	BudgetCalls int
-	// MemoryMB is the instance memory limit (default 64); after BudgetCalls
-	// calls linear memory must stay under 75% of it and show no growth trend.
+	// MemoryMB is the instance memory limit (default
+	// pluginhost.DefaultMemoryMB); the payload limit is MemoryMB /
+	// pluginhost.MemoryPerPayloadMB. After BudgetCalls calls linear memory
+	// must stay under the pool's recycle threshold (pool.recycle_mb, at most
+	// 75% of MemoryMB) and show no growth trend.
 	MemoryMB int
 	// CallTimeout bounds each call of the functional checks, which run in
 	// strict mode (default 1 s): a plugin that loops fails, it does not hang.
@@ -318,8 +321,9 @@ func (s *session) runLoad(wasmPath string) (string, error) {
 	}
 	entry := func(name string, mode pluginhost.Mode, pool pluginhost.PoolConfig) pluginhost.PluginConfig {
 		return pluginhost.PluginConfig{Name: name, Kind: s.kind, Path: abs, Config: s.opts.Config, Mode: mode,
-			Limits: pluginhost.Limits{MemoryMB: s.opts.MemoryMB, CallTimeoutMS: int(s.opts.CallTimeout / time.Millisecond)},
-			Pool:   pool}
+			Limits: pluginhost.Limits{MemoryMB: s.opts.MemoryMB, CallTimeoutMS: int(s.opts.CallTimeout / time.Millisecond),
+				MaxPayloadMB: max(s.opts.MemoryMB/pluginhost.MemoryPerPayloadMB, 1)},
+			Pool: pool}
 	}
 	cfg := &pluginhost.Config{ABI: abi.VersionMajor, CacheDir: s.opts.CacheDir, Plugins: []pluginhost.PluginConfig{
 		entry("subject", pluginhost.ModeStrict, pluginhost.PoolConfig{Min: 1, Max: 2, WaitMS: 10000}),

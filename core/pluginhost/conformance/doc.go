@@ -36,9 +36,10 @@
 //     must be under Options.Budget (2 ms, deliberately loose to avoid flaky
 //     CI: it catches pathological plugins, and the report gives the
 //     measured p50/p99/max).
-//   - memory: after those calls the instance's linear memory is under 75%
-//     of Options.MemoryMB (where the pool recycles instances) and does not
-//     grow steadily across four samples (more than 4 MiB).
+//   - memory: after those calls the instance's linear memory is under the
+//     pool's recycle threshold (pluginhost.DefaultPoolRecycleMB, at most
+//     75% of Options.MemoryMB) and does not grow steadily across four
+//     samples (more than 4 MiB).
 //
 // Functional checks run in strict mode with a per-call deadline
 // (Options.CallTimeout, 1 s), so a plugin that loops fails instead of
