@@ -67,11 +67,11 @@ func (d *Discoverer) Round(ctx context.Context) {
 	d.once.Do(func() { close(d.done) })
 }
 
-// adapterFor finds the loaded adapter whose manifest format is engine.
+// adapterFor finds the loaded plugin (a module of one adapter or a
+// bundle) with an adapter component whose format is engine.
 func (d *Discoverer) adapterFor(engine string) *pluginhost.Plugin {
 	for _, p := range d.plugins() {
-		m := p.Manifest()
-		if m.Kind == sdk.KindAdapter && m.Format == engine {
+		if _, _, ok := p.Manifest().AdapterFor(engine); ok {
 			return p
 		}
 	}
@@ -89,19 +89,30 @@ func (d *Discoverer) probe(ctx context.Context, b *Backend) {
 		return
 	}
 	v := ad.Pin()
+	if v == nil {
+		next.Healthy, next.Err = false, fmt.Sprintf("adapter plugin for engine %q was unloaded", b.Engine)
+		d.publish(b, prev, next)
+		return
+	}
 	defer v.Release()
-	next.Adapter = v.Manifest().Name
+	idx, am, ok := v.Manifest().AdapterFor(b.Engine)
+	if !ok { // a reload between adapterFor and Pin changed the module
+		next.Healthy, next.Err = false, fmt.Sprintf("no adapter plugin for engine %q", b.Engine)
+		d.publish(b, prev, next)
+		return
+	}
+	next.Adapter = am.Name
 	var res pluginhost.Result
 	var disc canon.Discovery
 	var meta []byte
-	for _, p := range v.Manifest().Probes {
+	for _, p := range am.Probes {
 		status, body, err := d.fetch(b, p)
 		if err != nil {
 			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: %v", p.Name, err)
 			break
 		}
-		meta = abi.AppendMeta(abi.AppendMeta(meta[:0], "probe", p.Name), "status", strconv.Itoa(status))
-		if err := v.Call(ctx, abi.OpProbeDecode, pluginhost.CallInput{Meta: meta, Payload: body}, &res); err != nil {
+		meta = abi.AppendMeta(abi.AppendMeta(meta[:0], abi.MetaProbe, p.Name), abi.MetaStatus, strconv.Itoa(status))
+		if err := v.Call(ctx, abi.OpProbeDecode, pluginhost.CallInput{Adapter: idx, Meta: meta, Payload: body}, &res); err != nil {
 			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: adapter: %v", p.Name, err)
 			break
 		}

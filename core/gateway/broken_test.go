@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -39,7 +38,7 @@ func TestBrokenPluginContained(t *testing.T) {
 	for _, p := range testutil.Plugins {
 		fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s, mode: trusted}\n", p.Name, p.Kind, filepath.Join(plugins.Dir, p.Name+".wasm"))
 	}
-	fmt.Fprintf(&y, "  - {name: bad, kind: translator, path: bad.wasm, mode: strict, limits: {call_timeout_ms: 300, memory_mb: 64}}\n")
+	fmt.Fprintf(&y, "  - {name: bad, kind: translator, path: bad.wasm, mode: strict, limits: {call_timeout_ms: 300, memory_mb: 64, max_payload_mb: 2}}\n")
 	yamlPath := filepath.Join(dir, "plugins.yaml")
 	if err := os.WriteFile(yamlPath, []byte(y.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -53,7 +52,7 @@ func TestBrokenPluginContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Listener: ln})
+	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: runLogs.Logger(), Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,10 @@ const adminKey = "mr2_test_0123456789abcdef"
 
 var plugins testutil.PluginSet
 
+// runLogs sees every log line every gateway of this test binary writes, at
+// debug level: TestMain fails the run if the admin key appears in any.
+var runLogs = testutil.NewSecretScanner(adminKey)
+
 func TestMain(m *testing.M) {
 	var err error
 	plugins, err = testutil.BuildPlugins()
@@ -36,6 +40,19 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	testutil.Cleanup()
+	leaks, scanned := runLogs.Leaks()
+	if len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the admin key appeared in %d of %d log lines written during the run:\n", len(leaks), scanned)
+		for _, l := range leaks {
+			fmt.Fprintln(os.Stderr, "  ", l)
+		}
+		code = 1
+	} else if code == 0 && scanned == 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: no log line reached the key scanner; the check would be vacuous")
+		code = 1
+	} else {
+		fmt.Fprintf(os.Stderr, "key scan: %d log lines, no key\n", scanned)
+	}
 	os.Exit(code)
 }
 
@@ -103,9 +120,9 @@ backends:
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	log := runLogs.Logger()
 	if testing.Verbose() {
-		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log = runLogs.Tee(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}
 	e.gw, err = Start(ctx, Options{Config: cfg, AdminKey: adminKey, Logger: log, Listener: ln})
 	if err != nil {

@@ -63,7 +63,7 @@ func startHostile(t *testing.T, o hostileOpts) *hostile {
 		t.Fatal(err)
 	}
 	logger, logs := testutil.CaptureLogger(o.level)
-	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: logger, Listener: ln})
+	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: runLogs.Tee(logger), Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}

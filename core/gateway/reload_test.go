@@ -3,8 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -62,7 +60,7 @@ plugins:
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Listener: ln})
+	gw, err := Start(context.Background(), Options{Config: cfg, AdminKey: adminKey, Logger: runLogs.Logger(), Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}

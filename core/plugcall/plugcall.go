@@ -21,6 +21,9 @@ type Calls struct {
 	RequestID uint64 // for plugin log correlation
 	Route     string // route name, sent as meta to translator ops
 	Kind      string // endpoint kind, sent as meta to translator ops
+	// T and A are the component indexes of the translator and the adapter
+	// in their modules (0 for a module of one component).
+	T, A uint16
 
 	meta []byte
 	t, a pluginhost.Result
@@ -29,6 +32,7 @@ type Calls struct {
 // Reset readies c for another request.
 func (c *Calls) Reset(requestID uint64, route, kind string) {
 	c.RequestID, c.Route, c.Kind = requestID, route, kind
+	c.T, c.A = 0, 0
 }
 
 func (c *Calls) routeMeta() []byte {
@@ -49,7 +53,7 @@ type Request struct {
 
 // DecodeRequest runs the translator's request_decode op.
 func (c *Calls) DecodeRequest(ctx context.Context, t *pluginhost.Version, body []byte, r *Request) error {
-	if err := t.Call(ctx, abi.OpRequestDecode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.routeMeta(), Payload: body}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpRequestDecode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.routeMeta(), Payload: body}, &c.t); err != nil {
 		return err
 	}
 	m := c.t.Meta
@@ -75,7 +79,7 @@ func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canoni
 		var b [20]byte
 		c.meta = abi.AppendMetaBytes(c.meta, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
 	}
-	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.meta, Payload: canonical}, &c.a); err != nil {
+	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.meta, Payload: canonical}, &c.a); err != nil {
 		return err
 	}
 	m := c.a.Meta
@@ -97,7 +101,7 @@ type Decoded struct {
 
 // DecodeResponse runs the adapter's response_decode op.
 func (c *Calls) DecodeResponse(ctx context.Context, a *pluginhost.Version, body []byte, d *Decoded) error {
-	if err := a.Call(ctx, abi.OpResponseDecode, pluginhost.CallInput{RequestID: c.RequestID, Payload: body}, &c.a); err != nil {
+	if err := a.Call(ctx, abi.OpResponseDecode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Payload: body}, &c.a); err != nil {
 		return err
 	}
 	c.decoded(d)
@@ -107,7 +111,7 @@ func (c *Calls) DecodeResponse(ctx context.Context, a *pluginhost.Version, body 
 // DecodeStream runs the adapter's stream_decode op on a list of framed
 // events. state is the stream's state blob, replaced in place.
 func (c *Calls) DecodeStream(ctx context.Context, a *pluginhost.Version, flags uint32, state *[]byte, events []byte, d *Decoded) error {
-	if err := a.Call(ctx, abi.OpStreamDecode, pluginhost.CallInput{RequestID: c.RequestID, Flags: flags, State: *state, Payload: events}, &c.a); err != nil {
+	if err := a.Call(ctx, abi.OpStreamDecode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Flags: flags, State: *state, Payload: events}, &c.a); err != nil {
 		return err
 	}
 	*state = append((*state)[:0], c.a.State...)
@@ -164,7 +168,7 @@ func (c *Calls) headerMeta(h *Header) []byte {
 
 // EncodeResponse runs the translator's response_encode op.
 func (c *Calls) EncodeResponse(ctx context.Context, t *pluginhost.Version, h *Header, canonical []byte, e *Encoded) error {
-	if err := t.Call(ctx, abi.OpResponseEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.headerMeta(h), Payload: canonical}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpResponseEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.headerMeta(h), Payload: canonical}, &c.t); err != nil {
 		return err
 	}
 	e.Body, e.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
@@ -180,7 +184,7 @@ func (c *Calls) StreamMeta(h *Header, dst []byte) []byte {
 // EncodeStream runs the translator's stream_encode op on a list of
 // canonical chunks. meta comes from StreamMeta; state is replaced in place.
 func (c *Calls) EncodeStream(ctx context.Context, t *pluginhost.Version, flags uint32, meta []byte, state *[]byte, chunks []byte) ([]byte, error) {
-	if err := t.Call(ctx, abi.OpStreamEncode, pluginhost.CallInput{RequestID: c.RequestID, Flags: flags, State: *state, Meta: meta, Payload: chunks}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpStreamEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Flags: flags, State: *state, Meta: meta, Payload: chunks}, &c.t); err != nil {
 		return nil, err
 	}
 	*state = append((*state)[:0], c.t.State...)
@@ -202,7 +206,7 @@ func (c *Calls) EncodeError(ctx context.Context, t *pluginhost.Version, e *canon
 		m = abi.AppendMeta(m, abi.MetaStream, "1")
 	}
 	c.meta = m
-	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
 		return err
 	}
 	out.Body, out.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
@@ -218,7 +222,7 @@ func (c *Calls) EncodeError(ctx context.Context, t *pluginhost.Version, e *canon
 func (c *Calls) DecodeError(ctx context.Context, a *pluginhost.Version, status int, body []byte, e *canon.Error) error {
 	var b [8]byte
 	c.meta = abi.AppendMetaBytes(c.meta[:0], abi.MetaStatus, strconv.AppendInt(b[:0], int64(status), 10))
-	if err := a.Call(ctx, abi.OpErrorDecode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.meta, Payload: body}, &c.a); err != nil {
+	if err := a.Call(ctx, abi.OpErrorDecode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.meta, Payload: body}, &c.a); err != nil {
 		return err
 	}
 	*e = canon.Error{}
@@ -227,11 +231,62 @@ func (c *Calls) DecodeError(ctx context.Context, a *pluginhost.Version, status i
 
 // EncodeModels runs the translator's models_encode op.
 func (c *Calls) EncodeModels(ctx context.Context, t *pluginhost.Version, list []byte, e *Encoded) error {
-	if err := t.Call(ctx, abi.OpModelsEncode, pluginhost.CallInput{RequestID: c.RequestID, Meta: c.routeMeta(), Payload: list}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpModelsEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.routeMeta(), Payload: list}, &c.t); err != nil {
 		return err
 	}
 	e.Body, e.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
 	return nil
+}
+
+// FusedRequest runs the fused request op of a module holding both the
+// translator (c.T) and the adapter (c.A): client body → backend body in
+// one call. r gets the translator's routing fields, br the backend request.
+func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []byte, contextLength int, r *Request, br *BackendRequest) error {
+	m := c.routeMeta()
+	if contextLength > 0 {
+		var b [20]byte
+		m = abi.AppendMetaBytes(m, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
+	}
+	c.meta = m
+	if err := v.Call(ctx, abi.OpFusedRequest, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: body}, &c.t); err != nil {
+		return err
+	}
+	m = c.t.Meta
+	r.Model = metaString(m, abi.MetaModel)
+	r.Stream = metaFlag(m, abi.MetaStream)
+	r.IncludeUsage = metaFlag(m, abi.MetaIncludeUsage)
+	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
+	r.Canonical = nil
+	br.Method = metaConst(m, abi.MetaMethod, "POST")
+	br.Path = metaConst(m, abi.MetaPath, "/")
+	br.ContentType = metaConst(m, abi.MetaContentType, "application/json")
+	br.Body = c.t.Payload
+	return nil
+}
+
+// FusedResponse runs the fused response op: backend body → client body.
+func (c *Calls) FusedResponse(ctx context.Context, v *pluginhost.Version, h *Header, body []byte, d *Decoded, e *Encoded) error {
+	if err := v.Call(ctx, abi.OpFusedResponse, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.headerMeta(h), Payload: body}, &c.a); err != nil {
+		return err
+	}
+	c.decoded(d)
+	d.Canonical = nil
+	e.Body, e.ContentType = c.a.Payload, metaConst(c.a.Meta, abi.MetaContentType, "")
+	return nil
+}
+
+// FusedStream runs the fused stream op on a list of framed backend events
+// and returns the client bytes. meta comes from StreamMeta; state (both
+// components' blobs) is replaced in place.
+func (c *Calls) FusedStream(ctx context.Context, v *pluginhost.Version, flags uint32, meta []byte, state *[]byte, events []byte, d *Decoded) ([]byte, error) {
+	if err := v.Call(ctx, abi.OpFusedStream, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Flags: flags, State: *state, Meta: meta, Payload: events}, &c.a); err != nil {
+		return nil, err
+	}
+	*state = append((*state)[:0], c.a.State...)
+	c.decoded(d)
+	d.Canonical = nil
+	d.Done = c.a.Flags&abi.ResultStreamDone != 0
+	return c.a.Payload, nil
 }
 
 // DecodeProbe runs an adapter's probe_decode op for the probe named probe

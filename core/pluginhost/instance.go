@@ -40,9 +40,12 @@ var (
 type CallInput struct {
 	Flags     uint32 // abi.FlagFirst, abi.FlagEnd
 	RequestID uint64 // for log correlation
-	State     []byte // the stream's state blob from the previous call's Result.State
-	Meta      []byte // abi.AppendMeta pairs
-	Payload   []byte
+	// Translator and Adapter are the component indexes the call is for
+	// (0 and 0 in a module of one component).
+	Translator, Adapter uint16
+	State               []byte // the stream's state blob from the previous call's Result.State
+	Meta                []byte // abi.AppendMeta pairs
+	Payload             []byte
 }
 
 // Result is what a call produced. Call resets the slices to [:0] and appends,
@@ -162,6 +165,7 @@ func writeInput(b []byte, need int, ci *CallInput) []byte {
 	abi.PutHeader(b, abi.Header{
 		Flags: ci.Flags, StateLen: uint32(len(ci.State)), MetaLen: uint32(len(ci.Meta)),
 		PayloadLen: uint32(len(ci.Payload)), RequestID: ci.RequestID,
+		Translator: ci.Translator, Adapter: ci.Adapter,
 	})
 	n := abi.HeaderSize + copy(b[abi.HeaderSize:], ci.State)
 	n += copy(b[n:], ci.Meta)
@@ -233,6 +237,7 @@ func (in *instance) writeAndCall(op abi.Op, need int, ci *CallInput) error {
 	abi.PutHeader(view, abi.Header{
 		Flags: ci.Flags, StateLen: uint32(len(ci.State)), MetaLen: uint32(len(ci.Meta)),
 		PayloadLen: uint32(len(ci.Payload)), RequestID: ci.RequestID,
+		Translator: ci.Translator, Adapter: ci.Adapter,
 	})
 	n := abi.HeaderSize + copy(view[abi.HeaderSize:], ci.State)
 	n += copy(view[n:], ci.Meta)

@@ -84,7 +84,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func newTestHost(t testing.TB, plugins ...PluginConfig) *Host {
 	t.Helper()
-	cfg := &Config{ABI: 1, CacheDir: cacheDir, Plugins: plugins}
+	cfg := &Config{ABI: 2, CacheDir: cacheDir, Plugins: plugins}
 	h, err := New(context.Background(), cfg, testDir, testLogger(t))
 	if err != nil {
 		t.Fatal(err)

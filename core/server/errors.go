@@ -54,14 +54,11 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 		}
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(ra))
 	}
-	if ex.route.plugin != nil {
-		v := ex.tver
-		if v == nil {
-			v = ex.route.plugin.Pin()
-			defer v.Release()
-		}
+	if ex.route.plugin != nil && ex.pinTranslator() == nil {
 		var out plugcall.EncodedError
-		if v != nil && ex.calls.EncodeError(ex.ctx, v, &ce, false, ex.buf, &out) == nil {
+		// The base context: an error is rendered even when the request's
+		// own context ended (a deadline).
+		if ex.calls.EncodeError(s.baseCtx, ex.tver, &ce, false, ex.buf, &out) == nil {
 			if out.Status != 0 {
 				status = out.Status
 			}

@@ -52,6 +52,12 @@ type exchange struct {
 	canon     []byte // canonical request JSON
 	buf, meta []byte
 
+	// routed: the routing fields came from the native scan; decoded: the
+	// translator's request_decode ran; fused: this attempt's adapter is in
+	// the translator's module and the fused ops serve the request.
+	routed, decoded, fused bool
+	adNDJSON               bool // the adapter's backend streams NDJSON
+
 	sreq       sched.Request
 	lease      sched.Lease
 	backend    *backend.Backend
@@ -110,6 +116,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}
+	ex.routed, ex.decoded, ex.fused, ex.adNDJSON = false, false, false, false
 	ex.body, ex.bodyHeld = ex.body[:0], 0
 	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
 	ex.sreq.Exclude = ex.sreq.Exclude[:0]
@@ -147,13 +154,15 @@ func (ex *exchange) releaseHeld() {
 		ex.lease.Release()
 		ex.lease = nil
 	}
+	if ex.aver != nil {
+		if ex.aver != ex.tver { // a fused request uses one pin for both
+			ex.aver.Release()
+		}
+		ex.aver = nil
+	}
 	if ex.tver != nil {
 		ex.tver.Release()
 		ex.tver = nil
-	}
-	if ex.aver != nil {
-		ex.aver.Release()
-		ex.aver = nil
 	}
 	if ex.bodyHeld > 0 {
 		ex.s.buffered.Add(-ex.bodyHeld)

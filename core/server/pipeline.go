@@ -11,8 +11,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
@@ -38,22 +40,14 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	for {
 		b := ex.backend
 		ex.out.Attempts++
-		ad := b.Adapter()
-		if ad == nil { // its adapter was unloaded by a reload since admission
-			return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
-		}
-		if ex.aver != nil {
-			ex.aver.Release()
-		}
-		ex.aver = ad.Pin()
 		t0 := time.Now()
-		err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, b.Status().Models[ex.req.Model].ContextLength, &ex.breqOut)
+		if err := ex.encode(b); err != nil {
+			return err
+		}
 		t1 := time.Now()
 		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
-		if err != nil {
-			return pluginFailure(err)
-		}
 		ex.prepareBackendRequest()
+		var err error
 		if ex.req.Stream {
 			err = b.DoStreamContext(ex.ctx, ex.breq, ex.bresp)
 		} else {
@@ -72,6 +66,52 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
 			slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.String("error", err.Error()))
 	}
+}
+
+// encode writes the backend request for b through its adapter: in one
+// fused call when the adapter is in the translator's module and the
+// request was routed natively, else translator decode (once) then adapter
+// encode over canonical JSON.
+func (ex *exchange) encode(b *backend.Backend) error {
+	ad := b.Adapter()
+	if ad == nil { // its adapter was unloaded by a reload since admission
+		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+	}
+	if ex.aver != nil && ex.aver != ex.tver {
+		ex.aver.Release()
+	}
+	ex.aver = nil
+	if ad == ex.route.plugin {
+		ex.aver = ex.tver // one module: one pinned version serves both
+	} else {
+		ex.aver = ad.Pin()
+	}
+	if ex.aver == nil {
+		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+	}
+	idx, am, ok := ex.aver.Manifest().AdapterFor(b.Engine)
+	if !ok {
+		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+	}
+	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
+	ctxLen := b.Status().Models[ex.req.Model].ContextLength
+	ex.fused = ex.aver == ex.tver && !ex.decoded
+	if ex.fused {
+		if err := ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, ctxLen, &ex.req, &ex.breqOut); err != nil {
+			return clientInput(err)
+		}
+		ex.out.Stream = ex.req.Stream
+		return nil
+	}
+	if !ex.decoded {
+		if err := ex.decodeRequest(); err != nil {
+			return err
+		}
+	}
+	if err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, ctxLen, &ex.breqOut); err != nil {
+		return pluginFailure(err)
+	}
+	return nil
 }
 
 // another moves ex to a lease on a backend this request has not tried.
@@ -135,13 +175,19 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
 		return ex.backendError(code, ex.bresp.Body())
 	}
-	if err := ex.calls.DecodeResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
-		return pluginFailure(err)
+	if ex.fused {
+		if err := ex.calls.FusedResponse(ex.ctx, ex.tver, ex.header(), ex.bresp.Body(), &ex.dec, &ex.enc); err != nil {
+			return pluginFailure(err)
+		}
+	} else {
+		if err := ex.calls.DecodeResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
+			return pluginFailure(err)
+		}
+		if err := ex.calls.EncodeResponse(ex.ctx, ex.tver, ex.header(), ex.dec.Canonical, &ex.enc); err != nil {
+			return pluginFailure(err)
+		}
 	}
 	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
-	if err := ex.calls.EncodeResponse(ex.ctx, ex.tver, ex.header(), ex.dec.Canonical, &ex.enc); err != nil {
-		return pluginFailure(err)
-	}
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
 	ctx.SetBody(ex.enc.Body)
 	ex.out.BytesOut = int64(len(ex.enc.Body))
@@ -213,7 +259,7 @@ func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 	ex.split = ex.sse
-	if ex.aver.Manifest().Framing == "ndjson" {
+	if ex.adNDJSON {
 		ex.split = ex.ndjson
 	}
 	ex.split.Reset()
@@ -231,9 +277,8 @@ func (models) stage() outcome.Stage { return outcome.StageRespond }
 func (models) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	list := ex.s.reg.Models()
 	ex.buf = list.AppendJSON(ex.buf[:0])
-	ex.tver = ex.route.plugin.Pin()
-	if ex.tver == nil {
-		return pluginFailure(errPluginGone)
+	if err := ex.pinTranslator(); err != nil {
+		return err
 	}
 	if err := ex.calls.EncodeModels(ex.ctx, ex.tver, ex.buf, &ex.enc); err != nil {
 		return pluginFailure(err)

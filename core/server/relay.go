@@ -108,20 +108,28 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	if end {
 		flags |= abi.FlagEnd
 	}
+	if ex.fused {
+		// One call: the module decodes and encodes, keeping both states.
+		out, err := ex.calls.FusedStream(ex.ctx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
+		if err != nil {
+			ex.streamFail(w, pluginFailure(err))
+			return false
+		}
+		ex.aFirst = false
+		ex.noteDecoded()
+		if len(out) == 0 && !end {
+			return true
+		}
+		ex.out.Chunks++
+		ex.out.BytesOut += int64(len(out))
+		return ex.write(w, out)
+	}
 	if err := ex.calls.DecodeStream(ex.ctx, ex.aver, flags, &ex.astate, ex.list, &ex.dec); err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
 	ex.aFirst = false
-	if ex.dec.Usage.Reported {
-		ex.out.Usage = ex.dec.Usage
-	}
-	if ex.dec.FinishReason != "" {
-		ex.out.FinishReason = ex.dec.FinishReason
-	}
-	if ex.dec.Done {
-		ex.backendDone = true
-	}
+	ex.noteDecoded()
 	if len(ex.dec.Canonical) == 0 && !end {
 		return true
 	}
@@ -141,6 +149,19 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	ex.out.Chunks++
 	ex.out.BytesOut += int64(len(out))
 	return ex.write(w, out)
+}
+
+// noteDecoded records what a stream batch told about usage and the end.
+func (ex *exchange) noteDecoded() {
+	if ex.dec.Usage.Reported {
+		ex.out.Usage = ex.dec.Usage
+	}
+	if ex.dec.FinishReason != "" {
+		ex.out.FinishReason = ex.dec.FinishReason
+	}
+	if ex.dec.Done {
+		ex.backendDone = true
+	}
 }
 
 func (ex *exchange) write(w *bufio.Writer, p []byte) bool {

@@ -12,6 +12,7 @@ import (
 // route is a translator route resolved for one request.
 type route struct {
 	plugin  *pluginhost.Plugin
+	part    string // the translator component's name in the plugin
 	r       sdk.Route
 	kind    sdk.Endpoint
 	dialect string         // the translator's format ("openai", ...)
@@ -60,43 +61,47 @@ func (t *routeTable) index() *routeIndex {
 func buildIndex(plugins []*pluginhost.Plugin, gen uint64) *routeIndex {
 	ix := &routeIndex{gen: gen, byPath: map[string]*pathRoutes{}}
 	for _, p := range plugins {
-		m := p.Manifest()
-		if m.Kind != sdk.KindTranslator {
-			continue
-		}
-		for _, r := range m.Routes {
-			pr := ix.byPath[r.Path]
-			if pr == nil {
-				pr = &pathRoutes{}
-				ix.byPath[r.Path] = pr
+		for _, m := range p.Manifest().Parts() {
+			if m.Kind == sdk.KindTranslator {
+				ix.add(p, m)
 			}
-			method := r.Method
-			if method == "" {
-				method = "POST"
-			}
-			dup := false
-			for _, x := range pr.routes {
-				if x.r.Method == method {
-					dup = true // the first plugin in plugins.yaml order wins
-				}
-			}
-			if dup {
-				continue
-			}
-			r.Method = method
-			rt := route{plugin: p, r: r, kind: r.EndpointKind(), dialect: m.Format,
-				ndjson: r.StreamContentType == "application/x-ndjson"}
-			if r.Routing != nil {
-				rt.spec = routingSpec(r.Routing)
-			}
-			pr.routes = append(pr.routes, rt)
-			if pr.allow != "" {
-				pr.allow += ", "
-			}
-			pr.allow += method
 		}
 	}
 	return ix
+}
+
+func (ix *routeIndex) add(p *pluginhost.Plugin, m sdk.Manifest) {
+	for _, r := range m.Routes {
+		pr := ix.byPath[r.Path]
+		if pr == nil {
+			pr = &pathRoutes{}
+			ix.byPath[r.Path] = pr
+		}
+		method := r.Method
+		if method == "" {
+			method = "POST"
+		}
+		dup := false
+		for _, x := range pr.routes {
+			if x.r.Method == method {
+				dup = true // the first plugin in plugins.yaml order wins
+			}
+		}
+		if dup {
+			continue
+		}
+		r.Method = method
+		rt := route{plugin: p, part: m.Name, r: r, kind: r.EndpointKind(), dialect: m.Format,
+			ndjson: r.StreamContentType == "application/x-ndjson"}
+		if r.Routing != nil {
+			rt.spec = routingSpec(r.Routing)
+		}
+		pr.routes = append(pr.routes, rt)
+		if pr.allow != "" {
+			pr.allow += ", "
+		}
+		pr.allow += method
+	}
 }
 
 // Indexes of the routing fields in a route's jsonscan.Spec.

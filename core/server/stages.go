@@ -245,17 +245,20 @@ func (p precheck) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	if ex.route.spec == nil {
 		return nil
 	}
-	if v, ok := ex.scan.Get(fieldModel); ok {
-		return checkModel(ex, v)
-	}
-	return nil
-}
-
-func checkModel(ex *exchange, v jsonscan.Value) error {
-	ok := true
+	v, ok := ex.scan.Get(fieldModel)
 	if !ok || v.Kind != jsonscan.String {
 		return nil // the translator says what is wrong, in its words
 	}
+	if err := checkModel(ex, v); err != nil {
+		return err
+	}
+	ex.routeFields()
+	return nil
+}
+
+// checkModel refuses a model name that is too long or carries control
+// characters; the unescaped name is left in ex.buf.
+func checkModel(ex *exchange, v jsonscan.Value) error {
 	tooLong := apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
 	if v.End-v.Start > 6*maxModelName+2 { // every byte \u-escaped, plus quotes
 		return tooLong
@@ -265,10 +268,55 @@ func checkModel(ex *exchange, v jsonscan.Value) error {
 	if err != nil || jsonscan.HasControl(name) {
 		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must not contain control characters")
 	}
-	if len(name) > maxModelName {
+	if len(name) > maxModelName || len(name) == 0 {
+		if len(name) == 0 {
+			return nil // the translator says "model is required"
+		}
 		return tooLong
 	}
 	return nil
+}
+
+// routeFields takes the routing fields from the native scan (the model
+// name is in ex.buf). When every one is well-formed the request is
+// "routed": admission needs no plugin call, and the translator decodes
+// later, fused with the adapter when both are in one module. Otherwise
+// the translator decodes first and reports what is wrong in its words.
+func (ex *exchange) routeFields() {
+	if len(ex.buf) == 0 {
+		return
+	}
+	r := &ex.req
+	stream := ex.route.r.Routing.StreamByDflt
+	if v, ok := ex.scan.Get(fieldStream); ok && v.Kind != jsonscan.Null {
+		b, ok := v.Bool()
+		if !ok {
+			return
+		}
+		stream = b
+	}
+	usage := false
+	if v, ok := ex.scan.Get(fieldIncludeUsage); ok && v.Kind != jsonscan.Null {
+		b, ok := v.Bool()
+		if !ok {
+			return
+		}
+		usage = b
+	}
+	maxTok := 0
+	for i := fieldMaxTokens; i < ex.route.spec.Len(); i++ {
+		if v, ok := ex.scan.Get(i); ok && v.Kind != jsonscan.Null {
+			n, ok := v.Int(ex.body)
+			if !ok || n < 1 || n > 1<<31-1 {
+				return
+			}
+			maxTok = int(n)
+			break
+		}
+	}
+	r.Model, r.Stream, r.IncludeUsage, r.MaxTokens = string(ex.buf), stream, usage, maxTok
+	ex.routed = true
+	ex.out.Model, ex.out.Stream = r.Model, r.Stream
 }
 
 // decode runs the translator's request decode: client body → canonical.
@@ -277,13 +325,39 @@ type decode struct{}
 func (decode) stage() outcome.Stage { return outcome.StageDecode }
 
 func (decode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	if err := ex.pinTranslator(); err != nil {
+		return err
+	}
+	if ex.routed {
+		return nil // decoded in the attempt, fused with the adapter when it can be
+	}
+	return ex.decodeRequest()
+}
+
+// pinTranslator pins the route's plugin version for the whole request and
+// finds its translator component.
+func (ex *exchange) pinTranslator() error {
+	if ex.tver != nil {
+		return nil
+	}
 	ex.tver = ex.route.plugin.Pin()
 	if ex.tver == nil {
 		return pluginFailure(errPluginGone)
 	}
+	idx, _, ok := ex.tver.Manifest().PartNamed(ex.route.part)
+	if !ok { // a reload replaced the module since the route index was built
+		return pluginFailure(errPluginGone)
+	}
+	ex.calls.T = idx
+	return nil
+}
+
+// decodeRequest runs the translator's request_decode (the unfused path).
+func (ex *exchange) decodeRequest() error {
 	if err := ex.calls.DecodeRequest(ex.ctx, ex.tver, ex.body, &ex.req); err != nil {
 		return clientInput(err)
 	}
+	ex.decoded = true
 	ex.canon = append(ex.canon[:0], ex.req.Canonical...)
 	ex.out.Model, ex.out.Stream = logredact.Truncate(ex.req.Model, maxModelName), ex.req.Stream
 	if ex.req.Model == "" {
@@ -317,6 +391,13 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	ex.watch.start()                                // a client that leaves while queued frees its place
 	l, err := a.a.Admit(ex.ctx, r)
 	if err != nil {
+		if ex.routed && !ex.decoded && ex.ctx.Err() == nil {
+			// The client's own mistakes come first, as on the unfused
+			// path: a bad request for an unknown model is a 400.
+			if derr := ex.decodeRequest(); derr != nil {
+				return derr
+			}
+		}
 		return err
 	}
 	ex.lease, ex.backend = l, l.Backend()

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -84,4 +85,88 @@ func AssertNoSecret(t testing.TB, logs *LogBuffer, secrets ...string) {
 			}
 		}
 	}
+}
+
+// SecretScanner is an io.Writer that keeps nothing but counts the writes
+// containing any of its secrets (with or without their first four
+// characters), for a check over every log line a whole test binary
+// writes: hand RunLogger's loggers to every component under test and
+// call Leaks from TestMain after m.Run.
+type SecretScanner struct {
+	needles [][]byte
+	mu      sync.Mutex
+	leaks   []string
+	writes  int
+}
+
+// NewSecretScanner watches for secrets.
+func NewSecretScanner(secrets ...string) *SecretScanner {
+	s := &SecretScanner{}
+	for _, sec := range secrets {
+		s.needles = append(s.needles, []byte(sec))
+		if len(sec) > 12 {
+			s.needles = append(s.needles, []byte(sec[4:]))
+		}
+	}
+	return s
+}
+
+func (s *SecretScanner) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	for _, n := range s.needles {
+		if bytes.Contains(p, n) {
+			line := string(p)
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			s.leaks = append(s.leaks, line)
+			break
+		}
+	}
+	return len(p), nil
+}
+
+// Logger returns a debug-level JSON logger writing into s (the most
+// verbose level, so any line that could carry a secret is written).
+func (s *SecretScanner) Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Leaks returns the lines that contained a secret and how many lines were
+// scanned.
+func (s *SecretScanner) Leaks() (leaks []string, scanned int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.leaks...), s.writes
+}
+
+// Tee returns a logger writing to both l's handler and s at debug level.
+func (s *SecretScanner) Tee(l *slog.Logger) *slog.Logger {
+	return slog.New(teeHandler{l.Handler(), s.Logger().Handler()})
+}
+
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if t.a.Enabled(ctx, r.Level) {
+		_ = t.a.Handle(ctx, r.Clone())
+	}
+	if t.b.Enabled(ctx, r.Level) {
+		return t.b.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(n string) slog.Handler {
+	return teeHandler{t.a.WithGroup(n), t.b.WithGroup(n)}
 }
