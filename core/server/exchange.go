@@ -68,7 +68,7 @@ type exchange struct {
 	// streaming
 	split          frame.Splitter
 	sse, ndjson    frame.Splitter
-	rbuf           []byte
+	rbuf           []byte // stream reads; allocated by the first stream (streamReadBuf)
 	list           []byte
 	emitFn         func([]byte)
 	tstate, astate []byte
@@ -81,7 +81,6 @@ func newExchange() *exchange {
 	ex := &exchange{
 		breq:  new(fasthttp.Request),
 		bresp: new(fasthttp.Response),
-		rbuf:  make([]byte, 32<<10),
 	}
 	ex.emitFn = ex.emit
 	ex.watch.ex = ex

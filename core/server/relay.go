@@ -19,6 +19,9 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
+// streamReadBuf is the size of one read from a backend stream.
+const streamReadBuf = 8 << 10
+
 // relay copies a backend stream to the client: frame natively, decode each
 // read's events with the adapter in one call, encode the resulting chunks
 // with the translator in one call, write, flush. It runs on fasthttp's
@@ -58,6 +61,12 @@ func (ex *exchange) relay(w *bufio.Writer) {
 		}
 		s.finish(nil, ex)
 	}()
+	if ex.rbuf == nil {
+		// 8 KiB per open stream: events are small, the splitter carries a
+		// partial event across reads, and a thousand idle streams should
+		// not each hold 32 KiB.
+		ex.rbuf = make([]byte, streamReadBuf)
+	}
 	body := ex.bresp.BodyStream()
 	for !ex.backendDone {
 		n, rerr := body.Read(ex.rbuf)
