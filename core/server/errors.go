@@ -137,6 +137,8 @@ func pluginFailure(err error) error {
 		return apierr.Wrap(canon.ErrBackend, "bad_backend_response", "the backend sent a response the gateway could not translate", err)
 	case errors.Is(err, context.Canceled): // before ErrPoolTimeout: a wait the client abandoned
 		return errClientGone(err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierr.Wrap(canon.ErrTimeout, "request_timeout", "the request did not complete within the gateway's request timeout", err)
 	case errors.Is(err, pluginhost.ErrPoolTimeout):
 		e := apierr.Wrap(canon.ErrOverloaded, "plugin_busy", "the gateway is overloaded, retry shortly", err)
 		e.RetryAfter = 1

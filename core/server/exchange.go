@@ -29,8 +29,9 @@ type exchange struct {
 	start time.Time
 	route route
 
-	// ctx is the request's context: cancelled when the client goes away
-	// while the gateway waits (watch.go) and when the request ends.
+	// ctx is the request's context: its deadline is timeouts.request; it is
+	// cancelled when the client goes away while the gateway waits
+	// (watch.go) and when the request ends.
 	ctx    context.Context
 	cancel context.CancelFunc
 	watch  watcher
@@ -107,7 +108,9 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	hex.Encode(id[9:], raw[:])
 	ex.id = string(id[:])
 	ex.num = a
-	ex.ctx, ex.cancel = context.WithCancel(s.baseCtx)
+	// The deadline bounds everything up to the answer (a stream's relay
+	// runs outside it); the watcher cancels earlier if the client leaves.
+	ex.ctx, ex.cancel = context.WithDeadline(s.baseCtx, ex.start.Add(s.cfg.Timeouts.Request.D()))
 	ex.watch.reset(rc)
 	ex.route = route{}
 	ex.principal = auth.Principal{}

@@ -57,8 +57,10 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		if err == nil {
 			return nil
 		}
-		if ex.ctx.Err() != nil {
+		if cerr := ex.ctx.Err(); cerr == context.Canceled {
 			return errClientGone(err)
+		} else if cerr != nil { // timeouts.request passed
+			return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+b.Name+" did not answer within the request timeout", err)
 		}
 		if ex.out.Attempts >= a.max || !retryable(err) || !a.another(ex) {
 			return backendUnreachable(b.Name, err)

@@ -109,6 +109,10 @@ func (ex *exchange) relay(w *bufio.Writer) {
 // step runs one batch of framed events (ex.list) through the adapter and
 // translator and writes the result. It returns false when the stream must
 // stop.
+// A stream's plugin calls run under the gateway's context, not the
+// request's: the request deadline bounds the wait for an answer, and an
+// answering stream lasts as long as the backend keeps sending (bounded
+// by timeouts.stream_idle between reads).
 func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	flags := uint32(0)
 	if ex.aFirst {
@@ -119,7 +123,7 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	}
 	if ex.fused {
 		// One call: the module decodes and encodes, keeping both states.
-		out, err := ex.calls.FusedStream(ex.ctx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
+		out, err := ex.calls.FusedStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
 		if err != nil {
 			ex.streamFail(w, pluginFailure(err))
 			return false
@@ -133,7 +137,7 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 		ex.out.BytesOut += int64(len(out))
 		return ex.write(w, out)
 	}
-	if err := ex.calls.DecodeStream(ex.ctx, ex.aver, flags, &ex.astate, ex.list, &ex.dec); err != nil {
+	if err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, flags, &ex.astate, ex.list, &ex.dec); err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
@@ -149,7 +153,7 @@ func (ex *exchange) step(w *bufio.Writer, end bool) bool {
 	if end {
 		flags |= abi.FlagEnd
 	}
-	out, err := ex.calls.EncodeStream(ex.ctx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
+	out, err := ex.calls.EncodeStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
 	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
