@@ -10,9 +10,10 @@ import (
 // Component is one translator or adapter of a module, with its own
 // manifest. Make one with TranslatorPart or AdapterPart.
 type Component struct {
-	m Manifest
-	t Translator
-	a Adapter
+	m       Manifest
+	t       Translator
+	a       Adapter
+	patches []namedPatch // a translator's same-dialect patches (Patch)
 }
 
 // TranslatorPart makes t a component of a bundle, described by m (its Kind
@@ -60,7 +61,7 @@ func NewBundle(name, version string, parts ...Component) *Plugin {
 		seen[parts[i].m.Name] = true
 		m.Components = append(m.Components, parts[i].m)
 	}
-	return &Plugin{manifest: m, parts: append([]Component(nil), parts...), logf: hostLog}
+	return &Plugin{manifest: m, parts: append([]Component(nil), parts...), patches: resolvePatches(name, parts), logf: hostLog}
 }
 
 // componentError is a call naming a component the module lacks, or one of
@@ -128,13 +129,20 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 		return err
 	}
 	c := &p.call
+	pt := p.patchFor(h.Translator, h.Adapter)
 	switch op {
 	case abi.OpFusedRequest:
+		if pt != nil {
+			*c = Call{Op: op, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
+			if p.patchRequest(pt, c, payload) {
+				return nil
+			}
+		}
 		// request_decode gets the route and kind; request_encode only the
 		// context length.
 		p.tmeta = filterMeta(p.tmeta[:0], meta, abi.MetaContextLength, false)
 		p.ameta = filterMeta(p.ameta[:0], meta, abi.MetaContextLength, true)
-		c.Op, c.meta = abi.OpRequestDecode, p.tmeta
+		*c = Call{Op: abi.OpRequestDecode, Flags: h.Flags, RequestID: h.RequestID, meta: p.tmeta, plugin: p}
 		if err := p.decodeRequest(t, c, payload); err != nil {
 			return err
 		}
@@ -142,7 +150,13 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 		p.contextLength(c)
 		return a.EncodeRequest(c, &p.req, &p.out)
 	case abi.OpFusedResponse:
-		c.Op, c.meta = abi.OpResponseDecode, nil
+		if pt != nil {
+			*c = Call{Op: op, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
+			if p.patchResponse(pt, c, payload) {
+				return nil
+			}
+		}
+		*c = Call{Op: abi.OpResponseDecode, Flags: h.Flags, RequestID: h.RequestID, plugin: p}
 		if err := p.decodeResponse(a, c, payload); err != nil {
 			return err
 		}
@@ -150,7 +164,7 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 		*c = Call{Op: abi.OpResponseEncode, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
 		return t.EncodeResponse(c, &p.resp, &p.out)
 	default: // abi.OpFusedStream
-		return p.fusedStream(t, a, h, state, meta, payload)
+		return p.fusedStream(t, a, pt, h, state, meta, payload)
 	}
 }
 
@@ -210,21 +224,32 @@ func appendFusedState(dst []byte, started bool, adapter, translator []byte) []by
 // relay step): stream_decode with the call's flags, then stream_encode only
 // when the batch gave chunks or this is the end call, with FlagFirst on the
 // translator's first call (which may come after the adapter's first).
-func (p *Plugin) fusedStream(t Translator, a Adapter, h *abi.Header, state, meta, payload []byte) error {
+func (p *Plugin) fusedStream(t Translator, a Adapter, pt Patch, h *abi.Header, state, meta, payload []byte) error {
 	var fs fusedState
 	if err := fs.parse(state); err != nil {
 		return BadInput("fused stream state: " + err.Error())
 	}
+	if err := p.splitEvents(payload); err != nil {
+		return err
+	}
 	c := &p.call
-	c.Op, c.meta = abi.OpStreamDecode, nil
-	p.state.In = fs.adapter
-	if err := p.decodeStream(a, c, payload); err != nil {
+	started := fs.started
+	if pt != nil {
+		*c = Call{Op: abi.OpFusedStream, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
+		if p.patchStream(pt, c, &fs, p.events, &started) {
+			p.commitFusedState(&fs, started)
+			return nil
+		}
+	}
+	*c = Call{Op: abi.OpStreamDecode, Flags: h.Flags, RequestID: h.RequestID, plugin: p}
+	p.state.In, p.state.out, p.state.set = fs.adapter, p.state.out[:0], false
+	p.chunks = p.chunks[:0]
+	if err := a.DecodeStream(c, &p.state, p.events, &p.chunks); err != nil {
 		return err
 	}
 	done := c.done
 	p.streamMeta()
 
-	started := fs.started
 	p.tstate.In, p.tstate.out, p.tstate.set = fs.translator, p.tstate.out[:0], false
 	if len(p.chunks) > 0 || h.Flags&abi.FlagEnd != 0 {
 		flags := h.Flags &^ abi.FlagFirst
@@ -238,7 +263,13 @@ func (p *Plugin) fusedStream(t Translator, a Adapter, h *abi.Header, state, meta
 		started = true
 	}
 	c.done = done
+	p.commitFusedState(&fs, started)
+	return nil
+}
 
+// commitFusedState makes the fused state blob of a stream call whose
+// components' states are p.state and p.tstate, when anything changed.
+func (p *Plugin) commitFusedState(fs *fusedState, started bool) {
 	if p.state.set || p.tstate.set || started != fs.started {
 		as, ts := fs.adapter, fs.translator
 		if p.state.set {
@@ -250,7 +281,6 @@ func (p *Plugin) fusedStream(t Translator, a Adapter, h *abi.Header, state, meta
 		p.fstate = appendFusedState(p.fstate[:0], started, as, ts)
 		p.fset = true
 	}
-	return nil
 }
 
 // filterMeta appends to dst the pairs of meta whose key is key (keep) or

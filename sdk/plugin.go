@@ -19,6 +19,7 @@ import (
 type Plugin struct {
 	manifest Manifest
 	parts    []Component
+	patches  []patchEntry
 	logf     func(level int, msg string)
 
 	// Reused per call.
@@ -244,13 +245,18 @@ func (p *Plugin) decodeRequest(t Translator, c *Call, body []byte) error {
 	if err := t.DecodeRequest(c, body, &p.req); err != nil {
 		return err
 	}
+	p.requestMeta()
+	return nil
+}
+
+// requestMeta writes request_decode's meta for p.req.
+func (p *Plugin) requestMeta() {
 	p.out.SetMeta(abi.MetaModel, p.req.Model)
 	p.out.SetMeta(abi.MetaStream, flag01(p.req.Stream))
 	p.out.SetMeta(abi.MetaIncludeUsage, flag01(p.req.IncludeUsage))
 	if p.req.MaxTokens > 0 {
 		p.out.meta = appendMetaInt(p.out.meta, abi.MetaMaxTokens, p.req.MaxTokens)
 	}
-	return nil
 }
 
 // contextLength sets p.req.ContextLength from request_encode's meta.
@@ -295,9 +301,8 @@ func (p *Plugin) decodeChunks(list []byte) error {
 	}
 }
 
-// decodeStream splits an event list and runs the adapter's DecodeStream
-// into p.chunks, with p.state as the adapter's state.
-func (p *Plugin) decodeStream(a Adapter, c *Call, list []byte) error {
+// splitEvents splits an event list into p.events.
+func (p *Plugin) splitEvents(list []byte) error {
 	p.events = p.events[:0]
 	for {
 		item, rest, ok, err := abi.NextItem(list)
@@ -305,10 +310,18 @@ func (p *Plugin) decodeStream(a Adapter, c *Call, list []byte) error {
 			return BadInput("event list: " + err.Error())
 		}
 		if !ok {
-			break
+			return nil
 		}
 		p.events = append(p.events, item)
 		list = rest
+	}
+}
+
+// decodeStream splits an event list and runs the adapter's DecodeStream
+// into p.chunks, with p.state as the adapter's state.
+func (p *Plugin) decodeStream(a Adapter, c *Call, list []byte) error {
+	if err := p.splitEvents(list); err != nil {
+		return err
 	}
 	p.chunks = p.chunks[:0]
 	return a.DecodeStream(c, &p.state, p.events, &p.chunks)

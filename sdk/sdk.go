@@ -91,6 +91,33 @@
 // (abi.ResultStateKeep) when neither component Set its state and the flag
 // did not change. abi.ResultStreamDone reports that the adapter called
 // Done.
+//
+// # Same-dialect patches
+//
+// When a translator's client dialect and an adapter's backend wire format
+// are the same (an OpenAI client and vLLM's OpenAI-compatible server), the
+// decode → canonical → encode round trip mostly copies bytes. A bundle may
+// then give the pair a Patch, attached to the translator part:
+//
+//	sdk.TranslatorPart(openai.Manifest(), openai.New()).Patch("vllm", patch)
+//
+// NewBundle resolves the adapter's name to its index (and panics when no
+// adapter has it). On a fused op naming that translator and that adapter,
+// the dispatcher first offers the call to the patch (PatchRequest,
+// PatchResponse, PatchStream), which rewrites the client's or backend's
+// JSON in one pass: fields passed through, only what differs rewritten,
+// backend-only fields dropped. The patch either handles the call or
+// declines; a declined call runs through the two components as above, and
+// nothing the patch wrote survives. A patch must give exactly what the
+// components give (the same bytes, meta, state blobs and result flags, so
+// the guarantee of the fused ops holds whichever path ran, call by call
+// within a stream) and must decline whatever it is not sure of: any input
+// the components would refuse, and any shape it does not know. The SDK
+// writes the meta a patch reports (request_decode's routing fields from
+// the ChatRequest it fills, the usage and finish reason of a PatchReport)
+// as it writes the components', and keeps the fused stream state layout:
+// a stream patch sees and sets each component's blob (PatchStream). Ops
+// other than the fused ones, and other pairs, never see the patch.
 package sdk
 
 import (

@@ -30,8 +30,16 @@ const (
 	Ollama               // adapter
 )
 
-// Parts returns fresh components in index order.
+// Parts returns fresh components in index order, the openai translator
+// with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM).
 func Parts() []sdk.Component {
+	p := parts()
+	p[OpenAI] = p[OpenAI].Patch(vllm.Manifest().Name, newOpenAIVLLM())
+	return p
+}
+
+// parts returns the components without the patch.
+func parts() []sdk.Component {
 	return []sdk.Component{
 		sdk.TranslatorPart(openai.Manifest(), openai.New()),
 		sdk.AdapterPart(vllm.Manifest(), vllm.New()),

@@ -94,8 +94,10 @@
 // When a request's translator and adapter are components of the same
 // module, the host makes one call per direction instead of two, and the
 // canonical value passes between them as Go values inside the guest, never
-// as JSON (see OpFusedRequest, OpFusedResponse, OpFusedStream). Both paths
-// must give the same client bytes; the conformance kit checks it. The host
+// as JSON (see OpFusedRequest, OpFusedResponse, OpFusedStream); a pair
+// sharing a wire dialect may even skip the canonical form and rewrite the
+// bytes (the SDK's same-dialect patches). Both paths must give the same
+// client bytes; the conformance kit checks it. The host
 // chooses the backend, and with it the adapter, before the fused request
 // call, from the routing fields it reads natively (sdk.Route.Routing).
 //

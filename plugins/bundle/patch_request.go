@@ -1,0 +1,618 @@
+package bundle
+
+import (
+	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// The request patch: an OpenAI Chat Completions body in, the body vllm's
+// EncodeRequest writes for what openai's DecodeRequest reads, out. The
+// client's strings (messages, tool schemas) are copied, everything else is
+// rewritten in the order vllm writes it; fields the translator does not
+// read (logprobs, metadata, store, ...) are dropped, as the full path drops
+// them. vllm ignores ChatRequest.ContextLength, so meta context_length
+// changes nothing.
+
+// Top-level request fields the translator reads (openai's reqFields).
+const (
+	rfModel = iota
+	rfMessages
+	rfStream
+	rfStreamOptions
+	rfMaxTokens
+	rfMaxCompletionTokens
+	rfTemperature
+	rfTopP
+	rfTopK
+	rfMinP
+	rfRepetitionPenalty
+	rfFrequencyPenalty
+	rfPresencePenalty
+	rfSeed
+	rfStop
+	rfN
+	rfResponseFormat
+	rfTools
+	rfToolChoice
+	rfParallelToolCalls
+	rfFunctions
+	rfFunctionCall
+	rfUser
+	rfSafetyIdentifier
+	rfThink
+	rfThinking
+	rfChatTemplateKwargs
+	rfReasoningEffort
+	nReqFields
+)
+
+func reqField(k []byte) int {
+	switch string(k) {
+	case "model":
+		return rfModel
+	case "messages":
+		return rfMessages
+	case "stream":
+		return rfStream
+	case "stream_options":
+		return rfStreamOptions
+	case "max_tokens":
+		return rfMaxTokens
+	case "max_completion_tokens":
+		return rfMaxCompletionTokens
+	case "temperature":
+		return rfTemperature
+	case "top_p":
+		return rfTopP
+	case "top_k":
+		return rfTopK
+	case "min_p":
+		return rfMinP
+	case "repetition_penalty":
+		return rfRepetitionPenalty
+	case "frequency_penalty":
+		return rfFrequencyPenalty
+	case "presence_penalty":
+		return rfPresencePenalty
+	case "seed":
+		return rfSeed
+	case "stop":
+		return rfStop
+	case "n":
+		return rfN
+	case "response_format":
+		return rfResponseFormat
+	case "tools":
+		return rfTools
+	case "tool_choice":
+		return rfToolChoice
+	case "parallel_tool_calls":
+		return rfParallelToolCalls
+	case "functions":
+		return rfFunctions
+	case "function_call":
+		return rfFunctionCall
+	case "user":
+		return rfUser
+	case "safety_identifier":
+		return rfSafetyIdentifier
+	case "think":
+		return rfThink
+	case "thinking":
+		return rfThinking
+	case "chat_template_kwargs":
+		return rfChatTemplateKwargs
+	case "reasoning_effort":
+		return rfReasoningEffort
+	}
+	return -1
+}
+
+// reqState is what the scan of a request found besides the spans of the
+// scalar fields.
+type reqState struct {
+	f     [nReqFields]span
+	tools int // number of tools written to p.tool
+	// thinking and chat_template_kwargs, as scanned.
+	thinking, kwargs canon.Think
+	includeU         bool
+	// tool_choice and response_format, rewritten into p.aux at these
+	// offsets ([a, b)); empty when absent or writing nothing.
+	tcA, tcB, rfA, rfB int
+}
+
+// request is PatchRequest.
+func (p *openaiVLLM) request(c *sdk.Call, body []byte, req *canon.ChatRequest, out *sdk.Output) bool {
+	// openai: a route other than chat has no request body.
+	if route, ok := c.MetaBytes(abi.MetaRoute); ok && len(route) > 0 && string(route) != openai.RouteChat {
+		return false
+	}
+	s := &p.s
+	*s = scanner{b: body}
+	p.msgs, p.tool, p.aux = p.msgs[:0], p.tool[:0], p.aux[:0]
+	var r reqState
+	f := &r.f
+	if !s.open('{') {
+		return false
+	}
+	for more, ok := s.first('}'), true; more; {
+		k, kok := s.key()
+		if !kok {
+			return false
+		}
+		id := reqField(k)
+		if id < 0 {
+			if _, ok := s.value(); !ok {
+				return false
+			}
+		} else {
+			// A repeated field: fastjson's Visit keeps the last, Get the
+			// first; the patch does not guess.
+			if f[id].kind != kNone {
+				return false
+			}
+			var v span
+			var vok bool
+			switch id {
+			case rfMessages:
+				v, vok = p.messages()
+			case rfTools:
+				v, vok = p.tools(&r)
+			case rfToolChoice:
+				v, vok = p.toolChoice(&r)
+			case rfResponseFormat:
+				v, vok = p.responseFormat(&r)
+			case rfStreamOptions:
+				v, vok = p.streamOptions(&r)
+			case rfThinking:
+				v, vok = p.thinking(&r)
+			case rfChatTemplateKwargs:
+				v, vok = p.templateKwargs(&r)
+			default:
+				v, vok = s.value()
+			}
+			if !vok {
+				return false
+			}
+			f[id] = v
+		}
+		if more, ok = s.next('}'); !ok {
+			return false
+		}
+	}
+	if !s.end() {
+		return false
+	}
+	return p.writeRequest(c, body, &r, req, out)
+}
+
+// writeRequest checks the scalar fields as openai's DecodeRequest does and
+// writes the body as vllm's EncodeRequest does.
+func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *canon.ChatRequest, out *sdk.Output) bool {
+	f := &r.f
+	// model: a non-empty string. Without escapes its bytes are its value,
+	// which meta repeats.
+	m := f[rfModel]
+	if m.kind != kStr || m.flags&sfEsc != 0 || m.a == m.b {
+		return false
+	}
+	if f[rfMessages].kind != kArr {
+		return false
+	}
+	// decodeSampling.
+	maxTokens := int64(0)
+	for _, id := range [...]int{rfMaxTokens, rfMaxCompletionTokens} {
+		if f[id].null() {
+			continue
+		}
+		n, ok := plainInt(body, f[id])
+		if !ok || n < 1 || n > maxInt32 {
+			return false
+		}
+		maxTokens = n
+	}
+	var floats [6]float64
+	for i, fl := range [...]struct {
+		id       int
+		min, max float64
+	}{
+		{rfTemperature, 0, 2}, {rfTopP, 0, 1}, {rfMinP, 0, 1},
+		{rfRepetitionPenalty, 1e-9, 1e9}, {rfFrequencyPenalty, -2, 2}, {rfPresencePenalty, -2, 2},
+	} {
+		if f[fl.id].null() {
+			continue
+		}
+		x, ok := float(body, f[fl.id])
+		if !ok || !(x >= fl.min && x <= fl.max) {
+			return false
+		}
+		floats[i] = x
+	}
+	var topK, seed int64
+	if !f[rfTopK].null() {
+		n, ok := plainInt(body, f[rfTopK])
+		if !ok || n < -1 || n > maxInt32 {
+			return false
+		}
+		topK = n
+	}
+	if !f[rfSeed].null() {
+		n, ok := plainInt(body, f[rfSeed])
+		if !ok {
+			return false
+		}
+		seed = n
+	}
+	if !f[rfN].null() {
+		if n, ok := plainInt(body, f[rfN]); !ok || n != 1 {
+			return false // n > 1 is refused; n: 1 writes nothing
+		}
+	}
+	stop := f[rfStop]
+	switch stop.kind {
+	case kNone, kNull, kStr, kArr: // arrays were checked below, when written
+	default:
+		return false
+	}
+	// decodeStreaming.
+	stream := false
+	if !f[rfStream].null() {
+		b, ok := boolOf(f[rfStream])
+		if !ok {
+			return false
+		}
+		stream = b
+	}
+	user := span{}
+	for _, id := range [...]int{rfSafetyIdentifier, rfUser} {
+		v := f[id]
+		if v.null() {
+			continue
+		}
+		if v.kind != kStr {
+			return false
+		}
+		if v.a != v.b {
+			user = v // user wins over its successor safety_identifier
+		}
+	}
+	// decodeTools: the legacy pair is left to the full path.
+	if !f[rfFunctions].null() || !f[rfFunctionCall].null() {
+		return false
+	}
+	parallel := f[rfParallelToolCalls]
+	if !parallel.null() {
+		if _, ok := boolOf(parallel); !ok {
+			return false
+		}
+	}
+	// decodeThinking: the first of think, thinking, chat_template_kwargs,
+	// reasoning_effort that says something wins; all must be valid.
+	think := canon.ThinkUnset
+	if v := f[rfThink]; !v.null() {
+		switch {
+		case v.kind == kTrue:
+			think = canon.ThinkOn
+		case v.kind == kFalse:
+			think = canon.ThinkOff
+		case is(body, v, "low"):
+			think = canon.ThinkLow
+		case is(body, v, "medium"):
+			think = canon.ThinkMedium
+		case is(body, v, "high"):
+			think = canon.ThinkHigh
+		default:
+			return false
+		}
+	}
+	if think == canon.ThinkUnset {
+		think = r.thinking
+	}
+	if think == canon.ThinkUnset {
+		think = r.kwargs
+	}
+	if v := f[rfReasoningEffort]; !v.null() {
+		var e canon.Think
+		switch {
+		case is(body, v, "none"):
+			e = canon.ThinkOff
+		case is(body, v, "minimal"), is(body, v, "low"):
+			e = canon.ThinkLow
+		case is(body, v, "medium"):
+			e = canon.ThinkMedium
+		case is(body, v, "high"), is(body, v, "xhigh"):
+			e = canon.ThinkHigh
+		default:
+			return false
+		}
+		if think == canon.ThinkUnset {
+			think = e
+		}
+	}
+
+	// vllm's EncodeRequest, in its order.
+	b := append(out.Body, `{"model":`...)
+	b = appendStr(b, body, m, &p.tmp)
+	b = append(b, `,"messages":`...)
+	b = append(b, p.msgs...)
+	if stream {
+		b = append(b, `,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":false}`...)
+	}
+	if maxTokens > 0 {
+		b = appendInt(append(b, `,"max_tokens":`...), maxTokens)
+	}
+	b = p.optFloat(b, f, floats[:], 0, rfTemperature, `,"temperature":`)
+	b = p.optFloat(b, f, floats[:], 1, rfTopP, `,"top_p":`)
+	if !f[rfTopK].null() {
+		b = appendInt(append(b, `,"top_k":`...), topK)
+	}
+	b = p.optFloat(b, f, floats[:], 2, rfMinP, `,"min_p":`)
+	b = p.optFloat(b, f, floats[:], 3, rfRepetitionPenalty, `,"repetition_penalty":`)
+	b = p.optFloat(b, f, floats[:], 4, rfFrequencyPenalty, `,"frequency_penalty":`)
+	b = p.optFloat(b, f, floats[:], 5, rfPresencePenalty, `,"presence_penalty":`)
+	if !f[rfSeed].null() {
+		b = appendInt(append(b, `,"seed":`...), seed)
+	}
+	var ok bool
+	if b, ok = p.appendStop(b, body, stop); !ok {
+		out.Body = b[:0]
+		return false
+	}
+	if r.tools > 0 {
+		b = append(append(b, `,"tools":`...), p.tool...)
+	}
+	b = append(b, p.aux[r.tcA:r.tcB]...)
+	if !parallel.null() {
+		b = append(b, `,"parallel_tool_calls":`...)
+		b = jsonw.Bool(b, parallel.kind == kTrue)
+	}
+	b = append(b, p.aux[r.rfA:r.rfB]...)
+	switch think {
+	case canon.ThinkOn:
+		b = append(b, `,"chat_template_kwargs":{"enable_thinking":true}`...)
+	case canon.ThinkOff:
+		b = append(b, `,"chat_template_kwargs":{"enable_thinking":false}`...)
+	case canon.ThinkLow, canon.ThinkMedium, canon.ThinkHigh:
+		b = append(b, `,"reasoning_effort":"`...)
+		b = append(b, think...)
+		b = append(b, `","chat_template_kwargs":{"enable_thinking":true}`...)
+	}
+	if user.kind == kStr {
+		b = appendStr(append(b, `,"user":`...), body, user, &p.tmp)
+	}
+	out.Body = append(b, '}')
+	out.SetMeta(abi.MetaPath, "/v1/chat/completions")
+	out.SetMeta(abi.MetaMethod, "POST")
+	out.SetMeta(abi.MetaContentType, "application/json")
+
+	req.Model = string(body[m.a:m.b])
+	req.Stream = stream
+	req.IncludeUsage = r.includeU
+	req.MaxTokens = int(maxTokens)
+	return true
+}
+
+const maxInt32 = 1<<31 - 1
+
+func (p *openaiVLLM) optFloat(b []byte, f *[nReqFields]span, floats []float64, i, id int, key string) []byte {
+	if f[id].null() {
+		return b
+	}
+	return jsonw.Float(append(b, key...), floats[i])
+}
+
+// appendStop writes stop as vllm does: the non-empty strings of a string
+// or an array of strings, nothing when there are none.
+func (p *openaiVLLM) appendStop(b, body []byte, v span) ([]byte, bool) {
+	switch v.kind {
+	case kStr:
+		if v.a == v.b {
+			return b, true
+		}
+		b = append(b, `,"stop":[`...)
+		return append(appendStr(b, body, v, &p.tmp), ']'), true
+	case kArr:
+	default:
+		return b, true
+	}
+	s := scanner{b: body, i: v.a}
+	mark := len(b)
+	b = append(b, `,"stop":[`...)
+	n := 0
+	if !s.open('[') {
+		return b, false
+	}
+	for more, ok := s.first(']'), true; more; {
+		if s.peek() != '"' {
+			return b, false
+		}
+		e, eok := s.str()
+		if !eok {
+			return b, false
+		}
+		if e.a != e.b {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendStr(b, body, e, &p.tmp)
+			n++
+		}
+		if more, ok = s.next(']'); !ok {
+			return b, false
+		}
+	}
+	if n == 0 {
+		return b[:mark], true
+	}
+	return append(b, ']'), true
+}
+
+// streamOptions reads stream_options: an object whose include_usage is a
+// boolean or null.
+func (p *openaiVLLM) streamOptions(r *reqState) (span, bool) {
+	s := &p.s
+	if s.peek() == 'n' {
+		return s.lit("null", kNull)
+	}
+	a := s.i
+	if !s.open('{') {
+		return span{}, false
+	}
+	seen := false
+	for more, ok := s.first('}'), true; more; {
+		k, kok := s.key()
+		if !kok {
+			return span{}, false
+		}
+		v, vok := s.value()
+		if !vok {
+			return span{}, false
+		}
+		if string(k) == "include_usage" {
+			if seen {
+				return span{}, false
+			}
+			seen = true
+			if !v.null() {
+				b, bok := boolOf(v)
+				if !bok {
+					return span{}, false
+				}
+				r.includeU = b
+			}
+		}
+		if more, ok = s.next('}'); !ok {
+			return span{}, false
+		}
+	}
+	return span{kind: kObj, a: a, b: s.i}, true
+}
+
+// thinking reads the Anthropic-style thinking switch (openai's
+// decodeThinkingObject) into r.think.
+func (p *openaiVLLM) thinking(r *reqState) (span, bool) {
+	s := &p.s
+	switch s.peek() {
+	case 'n':
+		return s.lit("null", kNull)
+	case 't':
+		r.thinking = canon.ThinkOn
+		return s.lit("true", kTrue)
+	case 'f':
+		r.thinking = canon.ThinkOff
+		return s.lit("false", kFalse)
+	}
+	a := s.i
+	if !s.open('{') {
+		return span{}, false
+	}
+	var typ, budget span
+	for more, ok := s.first('}'), true; more; {
+		k, kok := s.key()
+		if !kok {
+			return span{}, false
+		}
+		v, vok := s.value()
+		if !vok {
+			return span{}, false
+		}
+		var dst *span
+		switch string(k) {
+		case "type":
+			dst = &typ
+		case "budget_tokens":
+			dst = &budget
+		}
+		if dst != nil {
+			if dst.kind != kNone {
+				return span{}, false
+			}
+			*dst = v
+		}
+		if more, ok = s.next('}'); !ok {
+			return span{}, false
+		}
+	}
+	t := canon.ThinkUnset
+	if !budget.null() {
+		n, ok := plainInt(s.b, budget)
+		if !ok || n < 0 || n > maxInt32 {
+			return span{}, false
+		}
+		if n > 0 {
+			t = canon.ThinkOn
+		}
+	}
+	switch {
+	case typ.null():
+	case is(s.b, typ, "enabled"), is(s.b, typ, "adaptive"):
+		t = canon.ThinkOn
+	case is(s.b, typ, "disabled"):
+		t = canon.ThinkOff
+	default:
+		return span{}, false
+	}
+	r.thinking = t
+	return span{kind: kObj, a: a, b: s.i}, true
+}
+
+// templateKwargs reads chat_template_kwargs.enable_thinking, or failing
+// that .thinking (openai's decodeTemplateKwargs); the translator keeps no
+// other kwarg, so neither does the patch.
+func (p *openaiVLLM) templateKwargs(r *reqState) (span, bool) {
+	s := &p.s
+	if s.peek() == 'n' {
+		return s.lit("null", kNull)
+	}
+	a := s.i
+	if !s.open('{') {
+		return span{}, false
+	}
+	var en, th span
+	for more, ok := s.first('}'), true; more; {
+		k, kok := s.key()
+		if !kok {
+			return span{}, false
+		}
+		v, vok := s.value()
+		if !vok {
+			return span{}, false
+		}
+		var dst *span
+		switch string(k) {
+		case "enable_thinking":
+			dst = &en
+		case "thinking":
+			dst = &th
+		}
+		if dst != nil {
+			if dst.kind != kNone {
+				return span{}, false
+			}
+			*dst = v
+		}
+		if more, ok = s.next('}'); !ok {
+			return span{}, false
+		}
+	}
+	t := canon.ThinkUnset
+	for _, v := range [...]span{en, th} {
+		if v.null() {
+			continue
+		}
+		b, ok := boolOf(v)
+		if !ok {
+			return span{}, false
+		}
+		t = canon.ThinkOff
+		if b {
+			t = canon.ThinkOn
+		}
+		break
+	}
+	r.kwargs = t
+	return span{kind: kObj, a: a, b: s.i}, true
+}
