@@ -28,7 +28,8 @@ type holdOpts struct {
 	ramp           time.Duration
 	expectInterval time.Duration
 	stallFactor    float64
-	pid, clk       int
+	pids           []int
+	clk            int
 }
 
 // runHold opens o.streams streams (spread over o.ramp), keeps each to its
@@ -42,12 +43,12 @@ func runHold(t *target, o holdOpts) (*Result, error) {
 	stallAt := time.Duration(float64(o.expectInterval) * o.stallFactor)
 	var before procSample
 	var rw *rssWatch
-	if o.pid > 0 {
+	if len(o.pids) > 0 {
 		var err error
-		if before, err = readProc(o.pid); err != nil {
+		if before, err = readProcs(o.pids); err != nil {
 			return nil, fmt.Errorf("--pid: %w", err)
 		}
-		rw = watchRSS(o.pid, 50*time.Millisecond)
+		rw = watchRSS(o.pids, 50*time.Millisecond)
 	}
 	var (
 		wg             sync.WaitGroup
@@ -102,15 +103,15 @@ func runHold(t *target, o holdOpts) (*Result, error) {
 	h := &HoldStats{Streams: o.streams, Completed: all.ok, RampS: o.ramp.Seconds(),
 		ExpectIntervalMS: float64(o.expectInterval) / 1e6, StallThresholdMS: float64(stallAt) / 1e6,
 		Stalls: stalls, StalledStreams: stalld, Gap: dist(gaps), PeakActive: peak.Load()}
-	if o.pid > 0 {
-		after, err := readProc(o.pid)
+	if len(o.pids) > 0 {
+		after, err := readProcs(o.pids)
 		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("process %d not readable after the run (%v): no CPU/RSS figures", o.pid, err))
+			r.Notes = append(r.Notes, fmt.Sprintf("process %v not readable after the run (%v): no CPU/RSS figures", o.pids, err))
 			rw.done()
 			r.Hold = h
 			return r, nil
 		}
-		r.Proc = procStats(o.pid, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
+		r.Proc = procStats(o.pids, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
 		h.RSSPerStreamKiB = round1(float64(r.Proc.RSSPeakKiB-r.Proc.RSSBeforeKiB) / float64(max(h.PeakActive, 1)))
 	}
 	r.Hold = h

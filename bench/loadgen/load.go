@@ -145,8 +145,9 @@ type loadOpts struct {
 	concurrency int
 	warmup      time.Duration
 	duration    time.Duration
-	requests    int // cap on measured requests; 0: none
-	pid, clk    int
+	requests    int   // cap on measured requests; 0: none
+	pids        []int // processes to measure (summed); none: no figures
+	clk         int
 }
 
 // runLoad runs opts.concurrency workers, each sending its next request as
@@ -193,12 +194,12 @@ func runLoad(t *target, o loadOpts) (*Result, error) {
 	warmWG.Wait()
 	var before procSample
 	var rw *rssWatch
-	if o.pid > 0 {
+	if len(o.pids) > 0 {
 		var err error
-		if before, err = readProc(o.pid); err != nil {
+		if before, err = readProcs(o.pids); err != nil {
 			return nil, fmt.Errorf("--pid: %w", err)
 		}
-		rw = watchRSS(o.pid, 100*time.Millisecond)
+		rw = watchRSS(o.pids, 100*time.Millisecond)
 	}
 	t0 := time.Now()
 	runEnd = t0.Add(o.duration)
@@ -231,14 +232,14 @@ func runLoad(t *target, o loadOpts) (*Result, error) {
 		cd := countDist(all.chunks)
 		r.Chunks = &cd
 	}
-	if o.pid > 0 {
-		after, err := readProc(o.pid)
+	if len(o.pids) > 0 {
+		after, err := readProcs(o.pids)
 		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("process %d not readable after the run (%v): no CPU/RSS figures", o.pid, err))
+			r.Notes = append(r.Notes, fmt.Sprintf("process %v not readable after the run (%v): no CPU/RSS figures", o.pids, err))
 			rw.done()
 			return r, nil
 		}
-		r.Proc = procStats(o.pid, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
+		r.Proc = procStats(o.pids, o.clk, before, after, rw.done(), r.Count, all.sum, wall)
 	}
 	return r, nil
 }

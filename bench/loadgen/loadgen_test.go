@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -64,7 +65,7 @@ func TestRunLoad_AgainstFakeLLM(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := runLoad(tg, loadOpts{concurrency: 2, warmup: 50 * time.Millisecond, duration: 5 * time.Second,
-			requests: 50, pid: os.Getpid(), clk: 100})
+			requests: 50, pids: []int{os.Getpid()}, clk: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestRunHold_CountsStalls(t *testing.T) {
 	body, _, _ := buildBody("", "m", "hi", 0, true)
 	tg, _ := newTarget(url, "", body, true, 5*time.Second)
 	// Expecting 1ms between chunks makes every 20ms token gap a stall.
-	r, err := runHold(tg, holdOpts{streams: 20, expectInterval: time.Millisecond, stallFactor: 5, pid: os.Getpid(), clk: 100})
+	r, err := runHold(tg, holdOpts{streams: 20, expectInterval: time.Millisecond, stallFactor: 5, pids: []int{os.Getpid()}, clk: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +102,31 @@ func TestCheckLoopback(t *testing.T) {
 		if err := checkLoopback(url, false); (err == nil) != ok {
 			t.Errorf("%s: err %v", url, err)
 		}
+	}
+}
+
+func TestParsePids(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		bad  bool
+	}{{"", nil, false}, {"0", nil, false}, {"12", []int{12}, false}, {"12, 34", []int{12, 34}, false},
+		{"x", nil, true}, {"1,-2", nil, true}, {"1,", nil, true}} {
+		got, err := parsePids(c.in)
+		if (err != nil) != c.bad || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("parsePids(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+	self := os.Getpid()
+	one, err := readProcs([]int{self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := readProcs([]int{self, self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.rssKiB < one.rssKiB || two.cpuTicks < one.cpuTicks {
+		t.Errorf("readProcs of the same pid twice: %+v, once: %+v", two, one)
 	}
 }

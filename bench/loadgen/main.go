@@ -83,7 +83,7 @@ func run(args []string) error {
 		ramp     = fs.Duration("ramp", 2*time.Second, "with --hold-streams: spread stream starts over this time")
 		interval = fs.Duration("expect-interval", 200*time.Millisecond, "with --hold-streams: expected gap between chunks")
 		factor   = fs.Float64("stall-factor", 5, "a gap over stall-factor × expect-interval is a stall")
-		pid      = fs.Int("pid", 0, "process to measure (CPU time, RSS) over the measured phase")
+		pidArg   = fs.String("pid", "", "process to measure (CPU time, RSS) over the measured phase; a comma-separated list is summed (nginx's workers)")
 		clk      = fs.Int("clk-tck", 100, "clock ticks per second of /proc/<pid>/stat (getconf CLK_TCK)")
 		out      = fs.String("out", "", "write the JSON result here (\"-\": stdout)")
 		tgt      = fs.String("target", "", "label: target name, kept in the JSON (for report)")
@@ -100,6 +100,10 @@ func run(args []string) error {
 	if *conc < 1 || *duration <= 0 || *warmup < 0 || *hold < 0 || *clk < 1 {
 		return errors.New("--concurrency >= 1, --duration > 0, --warmup >= 0, --hold-streams >= 0, --clk-tck >= 1")
 	}
+	pids, err := parsePids(*pidArg)
+	if err != nil {
+		return err
+	}
 	body, isStream, err := buildBody(*bodyFile, *model, *prompt, *maxTok, *stream)
 	if err != nil {
 		return err
@@ -111,10 +115,10 @@ func run(args []string) error {
 	var r *Result
 	if *hold > 0 {
 		r, err = runHold(t, holdOpts{streams: *hold, ramp: *ramp, expectInterval: *interval,
-			stallFactor: *factor, pid: *pid, clk: *clk})
+			stallFactor: *factor, pids: pids, clk: *clk})
 	} else {
 		r, err = runLoad(t, loadOpts{concurrency: *conc, warmup: *warmup, duration: *duration,
-			requests: *requests, pid: *pid, clk: *clk})
+			requests: *requests, pids: pids, clk: *clk})
 	}
 	if err != nil {
 		return err
@@ -210,7 +214,11 @@ func summary(w io.Writer, r *Result) {
 		printDist(w, "gap", h.Gap)
 	}
 	if p := r.Proc; p != nil {
-		fmt.Fprintf(w, "  pid %d   cpu %.3fs (%.1f%% of a core) = %.1fµs/request", p.Pid, p.CPUSeconds, p.CPUUtilPct, p.CPUPerReqUS)
+		pl := strconv.Itoa(p.Pid)
+		if len(p.Pids) > 1 {
+			pl = fmt.Sprint(p.Pids)
+		}
+		fmt.Fprintf(w, "  pid %s   cpu %.3fs (%.1f%% of a core) = %.1fµs/request", pl, p.CPUSeconds, p.CPUUtilPct, p.CPUPerReqUS)
 		if p.CPUPerChunk > 0 {
 			fmt.Fprintf(w, ", %.2fµs/chunk", p.CPUPerChunk)
 		}

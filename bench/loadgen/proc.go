@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,50 @@ import (
 type procSample struct {
 	cpuTicks int64 // utime + stime, in clock ticks
 	rssKiB   int64 // VmRSS
+}
+
+// parsePids reads --pid: one process id or a comma-separated list (for
+// example nginx's workers), whose CPU times and RSS are summed.
+func parsePids(s string) ([]int, error) {
+	if s == "" || s == "0" {
+		return nil, nil
+	}
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--pid %q: want a process id or a comma-separated list", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// readProcs sums readProc over pids.
+func readProcs(pids []int) (procSample, error) {
+	var sum procSample
+	for _, pid := range pids {
+		s, err := readProc(pid)
+		if err != nil {
+			return sum, err
+		}
+		sum.cpuTicks += s.cpuTicks
+		sum.rssKiB += s.rssKiB
+	}
+	return sum, nil
+}
+
+// readRSSs sums readRSS over pids.
+func readRSSs(pids []int) (int64, error) {
+	var sum int64
+	for _, pid := range pids {
+		v, err := readRSS(pid)
+		if err != nil {
+			return sum, err
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // readProc reads /proc/<pid>/stat (utime, stime) and /proc/<pid>/status (VmRSS).
@@ -60,14 +105,14 @@ func readRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 }
 
-// rssWatch samples a process's RSS periodically and keeps the peak.
+// rssWatch samples the processes' summed RSS periodically and keeps the peak.
 type rssWatch struct {
 	peak atomic.Int64
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-func watchRSS(pid int, every time.Duration) *rssWatch {
+func watchRSS(pids []int, every time.Duration) *rssWatch {
 	w := &rssWatch{stop: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
@@ -75,7 +120,7 @@ func watchRSS(pid int, every time.Duration) *rssWatch {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			if v, err := readRSS(pid); err == nil && v > w.peak.Load() {
+			if v, err := readRSSs(pids); err == nil && v > w.peak.Load() {
 				w.peak.Store(v)
 			}
 			select {
@@ -95,9 +140,11 @@ func (w *rssWatch) done() int64 {
 	return w.peak.Load()
 }
 
-// ProcStats is the watched process's cost over the measured phase.
+// ProcStats is the watched process's cost over the measured phase (with
+// several processes, their sums).
 type ProcStats struct {
-	Pid          int     `json:"pid"`
+	Pid          int     `json:"pid"`            // the first of Pids
+	Pids         []int   `json:"pids,omitempty"` // when more than one was watched
 	ClkTck       int     `json:"clk_tck"`
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	CPUPerReqUS  float64 `json:"cpu_per_request_us"`
@@ -108,10 +155,13 @@ type ProcStats struct {
 	RSSAfterKiB  int64   `json:"rss_after_kib"`
 }
 
-func procStats(pid, clk int, before, after procSample, peak int64, reqs int, chunks int64, wall time.Duration) *ProcStats {
+func procStats(pids []int, clk int, before, after procSample, peak int64, reqs int, chunks int64, wall time.Duration) *ProcStats {
 	cpu := float64(after.cpuTicks-before.cpuTicks) / float64(clk)
-	p := &ProcStats{Pid: pid, ClkTck: clk, CPUSeconds: cpu,
+	p := &ProcStats{Pid: pids[0], ClkTck: clk, CPUSeconds: cpu,
 		RSSBeforeKiB: before.rssKiB, RSSPeakKiB: max(peak, after.rssKiB, before.rssKiB), RSSAfterKiB: after.rssKiB}
+	if len(pids) > 1 {
+		p.Pids = pids
+	}
 	if reqs > 0 {
 		p.CPUPerReqUS = round1(cpu * 1e6 / float64(reqs))
 	}
