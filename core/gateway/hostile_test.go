@@ -552,6 +552,11 @@ func TestStaleBackendConnections(t *testing.T) {
 func abandon(url string, stream bool, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
+	return abandonCtx(ctx, url, stream)
+}
+
+// abandonCtx sends a chat request and leaves when ctx ends.
+func abandonCtx(ctx context.Context, url string, stream bool) error {
 	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(chatJSON(vllmModel, stream)))
 	req.Header.Set("Authorization", "Bearer "+adminKey)
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -627,18 +632,24 @@ func TestAbandoned_BackendCallCancelled(t *testing.T) {
 
 	phase := func(stream bool, hangsAfter int64) {
 		t.Helper()
+		// The clients leave once their requests reached the backend (not
+		// after a fixed delay, which a slow -race run can outlast).
+		ctx, leave := context.WithCancel(context.Background())
+		defer leave()
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = abandon(url, stream, 300*time.Millisecond)
+				_ = abandonCtx(ctx, url, stream)
 			}()
 		}
-		if !waitFor(2*time.Second, func() bool { return fv.Stats().Hangs >= hangsAfter }) {
+		reached := waitFor(10*time.Second, func() bool { return fv.Stats().Hangs >= hangsAfter })
+		leave()
+		wg.Wait() // the clients have left
+		if !reached {
 			t.Fatalf("stream=%v: requests never reached the backend (%d hanging, %d slots held)", stream, fv.Stats().Hangs, inFlight(h.gw))
 		}
-		wg.Wait() // the clients have left
 		if !waitFor(1500*time.Millisecond, func() bool { return inFlight(h.gw) == 0 }) {
 			t.Fatalf("stream=%v: %d backend slots still held 1.5 s after their clients left", stream, inFlight(h.gw))
 		}

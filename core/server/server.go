@@ -198,11 +198,11 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	for _, st := range chain {
 		t0 := time.Now()
 		err := st.run(ctx, ex)
+		if err == errHandedOff {
+			return // a stream owns ex now (its time included) and finishes it
+		}
 		if sn := st.stage(); sn < outcome.NumStages {
 			ex.out.Stages[sn] += time.Since(t0)
-		}
-		if err == errHandedOff {
-			return // a stream owns ex now and finishes it
 		}
 		if err != nil {
 			s.fail(ctx, ex, err, 0)
