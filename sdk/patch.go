@@ -133,14 +133,15 @@ func (p *Plugin) patchRequest(pt Patch, c *Call, payload []byte) bool {
 
 // patchResponse runs pt on a fused response.
 func (p *Plugin) patchResponse(pt Patch, c *Call, payload []byte) bool {
-	var r PatchReport
-	if !pt.PatchResponse(c, payload, &r, &p.out) {
+	r := &p.report // a field: an interface call's arguments escape
+	*r = PatchReport{}
+	if !pt.PatchResponse(c, payload, r, &p.out) {
 		p.out.Body, p.out.meta = p.out.Body[:0], p.out.meta[:0]
 		return false
 	}
 	p.ameta = append(p.ameta[:0], p.out.meta...)
 	p.out.meta = p.out.meta[:0]
-	p.reportMeta(&r)
+	p.reportMeta(r)
 	p.out.meta = append(p.out.meta, p.ameta...)
 	return true
 }
@@ -150,9 +151,9 @@ func (p *Plugin) patchResponse(pt Patch, c *Call, payload []byte) bool {
 func (p *Plugin) patchStream(pt Patch, c *Call, fs *fusedState, events [][]byte, started *bool) bool {
 	p.state.In, p.state.out, p.state.set = fs.adapter, p.state.out[:0], false
 	p.tstate.In, p.tstate.out, p.tstate.set = fs.translator, p.tstate.out[:0], false
-	st := PatchStream{Adapter: &p.state, Translator: &p.tstate, Started: fs.started}
-	var r PatchReport
-	if !pt.PatchStream(c, &st, events, &r, &p.out) {
+	st, r := &p.pstream, &p.report
+	*st, *r = PatchStream{Adapter: &p.state, Translator: &p.tstate, Started: fs.started}, PatchReport{}
+	if !pt.PatchStream(c, st, events, r, &p.out) {
 		p.out.Body, p.out.meta = p.out.Body[:0], p.out.meta[:0]
 		p.state.out, p.state.set = p.state.out[:0], false
 		p.tstate.out, p.tstate.set = p.tstate.out[:0], false
@@ -161,7 +162,7 @@ func (p *Plugin) patchStream(pt Patch, c *Call, fs *fusedState, events [][]byte,
 	}
 	p.ameta = append(p.ameta[:0], p.out.meta...)
 	p.out.meta = p.out.meta[:0]
-	p.reportMeta(&r)
+	p.reportMeta(r)
 	p.out.meta = append(p.out.meta, p.ameta...)
 	*started = st.Started
 	return true

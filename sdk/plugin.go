@@ -31,15 +31,19 @@ type Plugin struct {
 	fset   bool // fstate is the fused stream's new state
 	tmeta  []byte
 	ameta  []byte
-	req    canon.ChatRequest
-	resp   canon.ChatResponse
-	cerr   canon.Error
-	models canon.ModelList
-	disc   canon.Discovery
-	chunks []canon.ChatChunk
-	events [][]byte
-	list   []byte
-	res    []byte
+	// A patch's report and stream view (fields, as the arguments of an
+	// interface call escape).
+	report  PatchReport
+	pstream PatchStream
+	req     canon.ChatRequest
+	resp    canon.ChatResponse
+	cerr    canon.Error
+	models  canon.ModelList
+	disc    canon.Discovery
+	chunks  []canon.ChatChunk
+	events  [][]byte
+	list    []byte
+	res     []byte
 }
 
 // NewTranslator returns a native Plugin serving t: a module of one

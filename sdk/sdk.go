@@ -259,7 +259,9 @@ type Adapter interface {
 	DecodeResponse(c *Call, body []byte, resp *canon.ChatResponse) error
 	// DecodeStream turns a batch of framed backend events into canonical
 	// chunks appended to *chunks. Call c.Done() when the backend signalled the
-	// end of the stream.
+	// end of the stream. The SDK is done with the chunks when the call
+	// returns, so their strings and slices may live in buffers the adapter
+	// reuses on its next call.
 	DecodeStream(c *Call, st *State, events [][]byte, chunks *[]canon.ChatChunk) error
 	// DecodeError turns a backend error response into a canonical error.
 	DecodeError(c *Call, status int, body []byte, e *canon.Error) error
@@ -340,6 +342,71 @@ type Call struct {
 	meta      []byte
 	done      bool
 	plugin    *Plugin
+	// Where the values of the ABI's meta keys are in meta, found on the
+	// first lookup: a call's plugin code looks up a handful of keys,
+	// several times each, and scanning the list each time costs more than
+	// the lookup in WebAssembly.
+	indexed bool
+	slots   [nMetaSlots]metaSpan
+}
+
+// metaSpan is a value's range in a meta list; b == 0: absent.
+type metaSpan struct{ a, b uint32 }
+
+const nMetaSlots = 13
+
+// metaSlot returns the index slot of an ABI meta key, or -1.
+func metaSlot(key string) int {
+	switch key {
+	case abi.MetaRoute:
+		return 0
+	case abi.MetaKind:
+		return 1
+	case abi.MetaModel:
+		return 2
+	case abi.MetaStream:
+		return 3
+	case abi.MetaIncludeUsage:
+		return 4
+	case abi.MetaMaxTokens:
+		return 5
+	case abi.MetaID:
+		return 6
+	case abi.MetaCreated:
+		return 7
+	case abi.MetaStatus:
+		return 8
+	case abi.MetaProbe:
+		return 9
+	case abi.MetaContextLength:
+		return 10
+	case abi.MetaContentType:
+		return 11
+	case abi.MetaPath:
+		return 12
+	}
+	return -1
+}
+
+// index fills c.slots: the first pair of each key, up to the end of the
+// list or its first malformed pair (as abi.MetaGet finds them).
+func (c *Call) index() {
+	c.indexed = true
+	c.slots = [nMetaSlots]metaSpan{}
+	m := c.meta
+	off := 0
+	for off < len(m) {
+		k, v, rest, err := abi.NextMeta(m[off:])
+		if err != nil {
+			return
+		}
+		next := len(m) - len(rest)
+		if i := metaSlot(string(k)); i >= 0 && c.slots[i].b == 0 {
+			b := uint32(next)
+			c.slots[i] = metaSpan{b - uint32(len(v)), b}
+		}
+		off = next
+	}
 }
 
 // First reports whether this is the first call of a stream.
@@ -350,12 +417,25 @@ func (c *Call) End() bool { return c.Flags&abi.FlagEnd != 0 }
 
 // Meta returns the host-supplied value for key ("" when absent).
 func (c *Call) Meta(key string) string {
-	v, _ := abi.MetaGet(c.meta, key)
+	v, _ := c.MetaBytes(key)
 	return string(v)
 }
 
 // MetaBytes is Meta without the copy; the result aliases the input buffer.
-func (c *Call) MetaBytes(key string) ([]byte, bool) { return abi.MetaGet(c.meta, key) }
+func (c *Call) MetaBytes(key string) ([]byte, bool) {
+	i := metaSlot(key)
+	if i < 0 {
+		return abi.MetaGet(c.meta, key)
+	}
+	if !c.indexed {
+		c.index()
+	}
+	s := c.slots[i]
+	if s.b == 0 {
+		return nil, false
+	}
+	return c.meta[s.a:s.b:s.b], true
+}
 
 // Done records that the backend signalled the end of the stream.
 func (c *Call) Done() { c.done = true }

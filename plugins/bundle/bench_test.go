@@ -51,6 +51,17 @@ func streamBatch(b *testing.B) (events, astate, tstate, fstate []byte) {
 	return events, astate, tstate, fstate
 }
 
+// fusedBundles are the bundle as shipped (fused: the openai×vllm patch
+// serves these calls) and without the patch (fused-nopatch: the components
+// run, canonical values passed as Go values).
+var fusedBundles = []struct {
+	name string
+	new  func() *sdk.Plugin
+}{
+	{"fused", New},
+	{"fused-nopatch", func() *sdk.Plugin { return sdk.NewBundle(Name, Version, parts()...) }},
+}
+
 func BenchmarkOpenAIToVLLM(b *testing.B) {
 	req := read(b, filepath.Join("..", "openai/testdata/requests/basic.req.json"))
 	resp := read(b, filepath.Join("..", "vllm/testdata/responses/plain.json"))
@@ -68,14 +79,16 @@ func BenchmarkOpenAIToVLLM(b *testing.B) {
 			hostCall(b, s[VLLM], abi.OpRequestEncode, &b2, 0, 0, 0, nil, ctxMeta, dec.Payload)
 		}
 	})
-	b.Run("request/fused", func(b *testing.B) {
-		p := New()
-		var b1 []byte
-		b.ReportAllocs()
-		for b.Loop() {
-			hostCall(b, p, abi.OpFusedRequest, &b1, OpenAI, VLLM, 0, nil, reqMeta, req)
-		}
-	})
+	for _, f := range fusedBundles {
+		b.Run("request/"+f.name, func(b *testing.B) {
+			p := f.new()
+			var b1 []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				hostCall(b, p, abi.OpFusedRequest, &b1, OpenAI, VLLM, 0, nil, reqMeta, req)
+			}
+		})
+	}
 	b.Run("response/canonical", func(b *testing.B) {
 		s := singles()
 		var b1, b2 []byte
@@ -85,14 +98,16 @@ func BenchmarkOpenAIToVLLM(b *testing.B) {
 			hostCall(b, s[OpenAI], abi.OpResponseEncode, &b2, 0, 0, 0, nil, hdr, dec.Payload)
 		}
 	})
-	b.Run("response/fused", func(b *testing.B) {
-		p := New()
-		var b1 []byte
-		b.ReportAllocs()
-		for b.Loop() {
-			hostCall(b, p, abi.OpFusedResponse, &b1, OpenAI, VLLM, 0, nil, hdr, resp)
-		}
-	})
+	for _, f := range fusedBundles {
+		b.Run("response/"+f.name, func(b *testing.B) {
+			p := f.new()
+			var b1 []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				hostCall(b, p, abi.OpFusedResponse, &b1, OpenAI, VLLM, 0, nil, hdr, resp)
+			}
+		})
+	}
 	events, astate, tstate, fstate := streamBatch(b)
 	b.Run("stream20/canonical", func(b *testing.B) {
 		s := singles()
@@ -103,12 +118,14 @@ func BenchmarkOpenAIToVLLM(b *testing.B) {
 			hostCall(b, s[OpenAI], abi.OpStreamEncode, &b2, 0, 0, 0, tstate, hdr, dec.Payload)
 		}
 	})
-	b.Run("stream20/fused", func(b *testing.B) {
-		p := New()
-		var b1 []byte
-		b.ReportAllocs()
-		for b.Loop() {
-			hostCall(b, p, abi.OpFusedStream, &b1, OpenAI, VLLM, 0, fstate, hdr, events)
-		}
-	})
+	for _, f := range fusedBundles {
+		b.Run("stream20/"+f.name, func(b *testing.B) {
+			p := f.new()
+			var b1 []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				hostCall(b, p, abi.OpFusedStream, &b1, OpenAI, VLLM, 0, fstate, hdr, events)
+			}
+		})
+	}
 }

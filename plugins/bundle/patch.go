@@ -3,6 +3,7 @@ package bundle
 import (
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/valyala/fastjson/fastfloat"
 
@@ -38,6 +39,7 @@ type openaiVLLM struct {
 	text []byte // one message's content parts, joined
 	call []byte // one message's tool calls
 	hdr  []byte // a stream chunk's opening, the same for every chunk of a call
+	tmpl eventTemplate
 	st   sdk.StateWriter
 
 	// Calls handled and declined, by kind (request, response, stream).
@@ -110,7 +112,9 @@ func float(b []byte, v span) (float64, bool) {
 	if v.kind != kNum {
 		return 0, false
 	}
-	f, err := fastfloat.Parse(string(b[v.a:v.b]))
+	// The string does not outlive the call (an error, which keeps it, is
+	// dropped): no copy.
+	f, err := fastfloat.Parse(unsafe.String(&b[v.a], v.b-v.a))
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}

@@ -276,6 +276,21 @@ func TestPatch_EdgeStreams(t *testing.T) {
 			run(meta, [][][]byte{{text}, {ev}})
 		}
 	}
+	// The template fast path: chunks that share all bytes but the
+	// content's with one the full scan read.
+	pre := `{"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"`
+	suf := `"},"logprobs":null,"finish_reason":null}]}`
+	for _, inc := range []string{"0", "1"} {
+		meta := metaList(append(append([]string{}, headerMeta...), abi.MetaIncludeUsage, inc)...)
+		for _, mid := range []string{``, `a`, `a\"b`, `a"b`, `a\`, `\\`, `\u00e9`, `\u00E9`, `\ud800`, `\ud83d\ude00`, `a","content":"b`,
+			"\n", "é", "\u2028", `\/`, `\x`, "\xff", `"},"logprobs":null,"finish_reason":"stop"}]}{"a":"`, `a"},"logprobs":null,"finish_reason":"length`} {
+			ev := []byte(pre + mid + suf)
+			base := []byte(pre + "base" + suf)
+			run(meta, [][][]byte{{base, ev, base}})
+			run(meta, [][][]byte{{base}, {ev}, {done}})
+		}
+	}
+
 	// Without the gateway's header meta, and with odd states.
 	ev := [][][]byte{{role}, {text}, {done}}
 	run(metaList(abi.MetaModel, "m"), ev)

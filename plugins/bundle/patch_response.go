@@ -98,17 +98,7 @@ func (p *openaiVLLM) choice(stream bool, ch *backendChoice) bool {
 		msgKey = "delta"
 	}
 	if !s.object(func(k []byte) bool {
-		switch string(k) {
-		case "index":
-			v, ok := s.value()
-			return ok && field(&index, v)
-		case "finish_reason":
-			v, ok := s.value()
-			return ok && field(&finish, v)
-		case "logprobs":
-			v, ok := s.value()
-			return ok && field(&logprobs, v) && v.null()
-		case msgKey:
+		if string(k) == msgKey {
 			if msg.kind != kNone {
 				return false
 			}
@@ -119,6 +109,17 @@ func (p *openaiVLLM) choice(stream bool, ch *backendChoice) bool {
 			}
 			msg.kind = kObj
 			return p.message1(stream, ch)
+		}
+		switch string(k) {
+		case "index":
+			v, ok := s.value()
+			return ok && field(&index, v)
+		case "finish_reason":
+			v, ok := s.value()
+			return ok && field(&finish, v)
+		case "logprobs":
+			v, ok := s.value()
+			return ok && field(&logprobs, v) && v.null()
 		}
 		_, ok := s.value()
 		return ok
@@ -397,12 +398,18 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 			c.Done()
 			break
 		}
-		p.s = scanner{b: ev}
 		var ch backendChoice
 		var u sdk.PatchReport
-		n, ok := p.top(true, &ch, &u)
-		if !ok || n == 1 && ch.index != 0 {
-			return false
+		n := 1
+		if !p.tmpl.match(ev, &ch) {
+			p.s = scanner{b: ev}
+			var ok bool
+			if n, ok = p.top(true, &ch, &u); !ok || n == 1 && ch.index != 0 {
+				return false
+			}
+			if n == 1 && !ch.role && ch.finish == canon.FinishNone && !u.HasUsage && ch.content.kind == kStr {
+				p.tmpl.set(ev, ch.content)
+			}
 		}
 		keep := n == 1 && (ch.role || ch.content.kind == kStr && ch.content.a != ch.content.b || ch.finish != canon.FinishNone)
 		if !keep && !u.HasUsage {
@@ -449,6 +456,37 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 		w.Uint(flags)
 		st.Translator.Set(w.B)
 	}
+	return true
+}
+
+// eventTemplate is a content-only chunk as vLLM streams it: every byte
+// but the content string's is the same from chunk to chunk (id, model,
+// created, the choice's shape). Once the full scan has read such a chunk,
+// a chunk made of the same prefix and suffix around a valid string reads
+// the same but for the content, so only that string is scanned.
+type eventTemplate struct {
+	prefix []byte // up to the content's opening quote, included
+	suffix []byte // from its closing quote, included
+}
+
+func (t *eventTemplate) set(ev []byte, content span) {
+	t.prefix = append(t.prefix[:0], ev[:content.a]...)
+	t.suffix = append(t.suffix[:0], ev[content.b:]...)
+}
+
+// match reports whether ev is the template around a valid content string,
+// which it puts in ch.
+func (t *eventTemplate) match(ev []byte, ch *backendChoice) bool {
+	np, ns := len(t.prefix), len(t.suffix)
+	if np == 0 || len(ev) < np+ns || !bytes.Equal(ev[:np], t.prefix) || !bytes.Equal(ev[len(ev)-ns:], t.suffix) {
+		return false
+	}
+	s := scanner{b: ev, i: np - 1}
+	v, ok := s.str()
+	if !ok || v.b != len(ev)-ns {
+		return false // the string ends elsewhere: another shape
+	}
+	ch.content = v
 	return true
 }
 

@@ -16,6 +16,9 @@ type header struct {
 	id, model, created []byte
 	idS, modelS        string
 	createdN           int64
+	// pre, when set, is what append writes for a chunk: the opening made
+	// of the gateway's values alone, escaped once per call.
+	pre []byte
 }
 
 func (h *header) read(c *sdk.Call, id, model string, created int64) {
@@ -51,6 +54,9 @@ func isDigits(b []byte) bool {
 // append writes `{"id":…,"object":object,"created":…,"model":…`, leaving the
 // object open.
 func (h *header) append(b []byte, object string) []byte {
+	if h.pre != nil && object == chunkObject {
+		return append(b, h.pre...)
+	}
 	b = append(b, `{"id":`...)
 	if len(h.id) > 0 {
 		b = jsonw.Bytes(b, h.id)

@@ -46,6 +46,7 @@ func Manifest() sdk.Manifest {
 type Translator struct {
 	p   fastjson.Parser
 	buf []byte          // scratch for one stream chunk's JSON
+	hdr []byte          // scratch for a stream call's chunk opening
 	st  sdk.StateWriter // scratch for the state blob
 }
 

@@ -30,6 +30,12 @@ func (t *Translator) EncodeStream(c *sdk.Call, st *sdk.State, chunks []canon.Cha
 	if !s.done {
 		var h header
 		h.read(c, "", "", 0)
+		if len(h.id) > 0 && len(h.model) > 0 && h.created != nil {
+			// The gateway's values: every chunk's opening is the same,
+			// so escape it once.
+			t.hdr = h.append(t.hdr[:0], chunkObject)
+			h.pre = t.hdr
+		}
 		inc, _ := c.MetaBytes(abi.MetaIncludeUsage)
 		usage := string(inc) == "1"
 		for i := range chunks {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -104,11 +105,13 @@ func orDefault(s, d string) string {
 
 // reasoningOf returns the message's or delta's reasoning text: vLLM named the
 // field reasoning_content until 0.10 and reasoning since.
-func reasoningOf(m *fastjson.Value) string {
+func reasoningOf(m *fastjson.Value) string { return string(reasoningBytes(m)) }
+
+func reasoningBytes(m *fastjson.Value) []byte {
 	if b := m.GetStringBytes("reasoning_content"); len(b) > 0 {
-		return string(b)
+		return b
 	}
-	return string(m.GetStringBytes("reasoning"))
+	return m.GetStringBytes("reasoning")
 }
 
 // contentText reads message content: a string, null, or (from servers that
@@ -127,6 +130,26 @@ func contentText(v *fastjson.Value) string {
 			b = append(b, p.GetStringBytes("text")...)
 		}
 		return string(b)
+	}
+	return ""
+}
+
+// arguments is the package-level arguments with its string in a.text.
+func (a *Adapter) arguments(v *fastjson.Value) string {
+	if v == nil {
+		return ""
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		return a.str(b)
+	case fastjson.TypeObject, fastjson.TypeArray:
+		n := len(a.text)
+		a.text = v.MarshalTo(a.text)
+		if len(a.text) == n {
+			return ""
+		}
+		return unsafe.String(&a.text[n], len(a.text)-n)
 	}
 	return ""
 }
@@ -211,12 +234,15 @@ func usageOf(v *fastjson.Value) *canon.Usage {
 }
 
 // str returns a JSON string's value ("" for anything else).
-func str(v *fastjson.Value) string {
+func str(v *fastjson.Value) string { return string(strBytes(v)) }
+
+// strBytes is str without the copy: the bytes alias the parser's.
+func strBytes(v *fastjson.Value) []byte {
 	if v == nil || v.Type() != fastjson.TypeString {
-		return ""
+		return nil
 	}
 	b, _ := v.StringBytes()
-	return string(b)
+	return b
 }
 
 // int64Of reads a JSON number as an integer, tolerating floats (1.7e9) and

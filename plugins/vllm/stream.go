@@ -39,6 +39,7 @@ func (a *Adapter) DecodeStream(c *sdk.Call, st *sdk.State, events [][]byte, chun
 	if err := a.loadState(in); err != nil {
 		return err
 	}
+	a.choices, a.deltas, a.text = a.choices[:0], a.deltas[:0], a.text[:0]
 	changed := false
 	for _, ev := range events {
 		ev = bytes.TrimSpace(ev)
@@ -61,15 +62,16 @@ func (a *Adapter) DecodeStream(c *sdk.Call, st *sdk.State, events [][]byte, chun
 		}
 		var ch canon.ChatChunk
 		if arr := v.GetArray("choices"); len(arr) > 0 {
+			start := len(a.choices)
 			for i, cv := range arr {
 				cc, keep, ch2 := a.chunkChoice(cv, i)
 				changed = changed || ch2
 				if keep {
-					if ch.Choices == nil {
-						ch.Choices = make([]canon.ChunkChoice, 0, len(arr))
-					}
-					ch.Choices = append(ch.Choices, cc)
+					a.choices = append(a.choices, cc)
 				}
+			}
+			if n := len(a.choices); n > start {
+				ch.Choices = a.choices[start:n:n]
 			}
 		}
 		ch.Usage = usageOf(v.Get("usage"))
@@ -102,9 +104,10 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 		if len(d.GetStringBytes("role")) > 0 {
 			cc.Delta.Role = canon.RoleAssistant
 		}
-		cc.Delta.Content = string(d.GetStringBytes("content"))
-		cc.Delta.Reasoning = reasoningOf(d)
+		cc.Delta.Content = a.str(d.GetStringBytes("content"))
+		cc.Delta.Reasoning = a.str(reasoningBytes(d))
 		if tcs := d.GetArray("tool_calls"); len(tcs) > 0 {
+			start := len(a.deltas)
 			for j, tv := range tcs {
 				if tv == nil || tv.Type() != fastjson.TypeObject {
 					continue
@@ -114,9 +117,9 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 					td.Index = count(iv)
 				}
 				f := tv.Get("function")
-				td.ID = str(tv.Get("id"))
-				td.Name = str(f.Get("name"))
-				td.Arguments = arguments(f.Get("arguments"))
+				td.ID = a.str(strBytes(tv.Get("id")))
+				td.Name = a.str(strBytes(f.Get("name")))
+				td.Arguments = a.arguments(f.Get("arguments"))
 				k := a.track(uint32(cc.Index), uint32(td.Index))
 				if k < 0 {
 					if len(a.calls) < maxTracked {
@@ -136,7 +139,10 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 				if td.ID == "" && td.Name == "" && td.Arguments == "" {
 					continue
 				}
-				cc.Delta.ToolCalls = append(cc.Delta.ToolCalls, td)
+				a.deltas = append(a.deltas, td)
+			}
+			if n := len(a.deltas); n > start {
+				cc.Delta.ToolCalls = a.deltas[start:n:n]
 			}
 		}
 	}

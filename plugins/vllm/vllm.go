@@ -9,7 +9,10 @@
 package vllm
 
 import (
+	"unsafe"
+
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 	"github.com/valyala/fastjson"
 )
@@ -44,9 +47,27 @@ type Adapter struct {
 
 	// Allocation savers for stream chunks; never affect output.
 	lastID, lastModel string
+	// A stream call's chunks take their choices, tool call deltas and
+	// strings from these, reused from call to call (the SDK consumes a
+	// call's chunks before the adapter's next call): no allocation per
+	// event once they have grown.
+	choices []canon.ChunkChoice
+	deltas  []canon.ToolCallDelta
+	text    []byte
 }
 
 // New returns an Adapter.
 func New() *Adapter { return &Adapter{} }
 
 var _ sdk.Adapter = (*Adapter)(nil)
+
+// str returns b as a string in a.text, which lives until the adapter's
+// next stream call (see Adapter.text).
+func (a *Adapter) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	n := len(a.text)
+	a.text = append(a.text, b...)
+	return unsafe.String(&a.text[n], len(b))
+}

@@ -10,9 +10,11 @@
 package jsonw
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 const hex = "0123456789abcdef"
@@ -35,16 +37,49 @@ func String(dst []byte, s string) []byte {
 // Bytes appends b as a quoted JSON string (not base64).
 func Bytes(dst, b []byte) []byte {
 	dst = append(dst, '"')
-	dst = appendEscaped(dst, b)
+	dst = appendEscaped(dst, unsafe.String(unsafe.SliceData(b), len(b)))
 	return append(dst, '"')
 }
 
 // Escaped appends s escaped, without quotes: for building one string from parts.
 func Escaped(dst []byte, s string) []byte { return appendEscaped(dst, s) }
 
-func appendEscaped[T string | []byte](dst []byte, s T) []byte {
+// SWAR constants: a byte of each.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+	quote = '"' * ones
+	bslsh = '\\' * ones
+	space = ' ' * ones
+)
+
+// plain8 reports whether the 8 bytes of x need no escaping: none is a
+// control character, a quote, a backslash or non-ASCII.
+func plain8(x uint64) bool {
+	if x&highs != 0 {
+		return false
+	}
+	// With every byte ASCII these are exact: a byte below 0x20, a byte
+	// equal to '"', a byte equal to '\\'.
+	q, k := x^quote, x^bslsh
+	return ((x-space)&^x|(q-ones)&^q|(k-ones)&^k)&highs == 0
+}
+
+// load8 reads s[i:i+8] as a little-endian word (i+8 <= len(s)).
+func load8(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+}
+
+func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		// Runs of bytes that need nothing, eight at a time: the common case.
+		for i+8 <= len(s) && plain8(load8(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if safe[c] {
@@ -68,14 +103,7 @@ func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 			start = i
 			continue
 		}
-		var r rune
-		var size int
-		switch v := any(s).(type) {
-		case string:
-			r, size = utf8.DecodeRuneInString(v[i:])
-		case []byte:
-			r, size = utf8.DecodeRune(v[i:])
-		}
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)

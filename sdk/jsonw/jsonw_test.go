@@ -1,9 +1,13 @@
 package jsonw
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestString_MatchesEncodingJSON(t *testing.T) {
@@ -85,6 +89,76 @@ func BenchmarkString(b *testing.B) {
 	b.ReportAllocs()
 	buf := make([]byte, 0, 256)
 	s := "The quick brown fox said \"hi\"\nand left."
+	for b.Loop() {
+		buf = String(buf[:0], s)
+	}
+}
+
+// reference is the escaper one byte at a time.
+func reference(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, `\n`...)
+			case c == '\r':
+				dst = append(dst, `\r`...)
+			case c == '\t':
+				dst = append(dst, `\t`...)
+			case c < 0x20:
+				dst = fmt.Appendf(dst, `\u%04x`, c)
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = fmt.Appendf(dst, `\u%04x`, r)
+		default:
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
+
+// The word-at-a-time scan must find every byte that needs escaping,
+// wherever it sits in a word.
+func TestString_Words(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte("abc \"\\\n\r\t\x00\x01\x1f\x7f\x80\xff\xe2\x80\xa8\xc3\xa9/<>!~ ")
+	for range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			if rng.IntN(3) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		s := string(b)
+		if got, want := String(nil, s), reference(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: %s, want %s", s, got, want)
+		}
+		if got, want := Bytes(nil, b), reference(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("bytes %q: %s, want %s", s, got, want)
+		}
+	}
+}
+
+func BenchmarkStringPlain(b *testing.B) {
+	b.ReportAllocs()
+	buf := make([]byte, 0, 512)
+	s := "The quick brown fox jumps over the lazy dog, and then it runs away into the forest to hide."
 	for b.Loop() {
 		buf = String(buf[:0], s)
 	}

@@ -1,0 +1,51 @@
+//go:build !race
+
+package bundle
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+)
+
+// BenchmarkWasmOpenAIToVLLM is BenchmarkOpenAIToVLLM's fused calls on the
+// bundle's .wasm in wazero, driven through the ABI exports as the gateway
+// drives it (the input copied into guest memory, the result read in
+// place). allocs/op counts the host's side only; for the guest's, run the
+// native benchmark inside wazero:
+//
+//	go build -o /tmp/wasmexec ./plugins/internal/wasmtest/wasmexec
+//	GOOS=wasip1 GOARCH=wasm go test -exec /tmp/wasmexec -run '^$' -bench OpenAIToVLLM -benchmem ./plugins/bundle
+func BenchmarkWasmOpenAIToVLLM(b *testing.B) {
+	w := wasmtest.Load(b, "bundle", nil)
+	parse(b, w.Init(b))
+	req := read(b, filepath.Join("..", "openai/testdata/requests/basic.req.json"))
+	resp := read(b, filepath.Join("..", "vllm/testdata/responses/plain.json"))
+	reqMeta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "32768")...)
+	hdr := metaList(headerMeta...)
+	events, _, _, fstate := streamBatch(b)
+	for _, c := range []struct {
+		name    string
+		op      abi.Op
+		state   []byte
+		meta    []byte
+		payload []byte
+	}{
+		{"request/fused", abi.OpFusedRequest, nil, reqMeta, req},
+		{"response/fused", abi.OpFusedResponse, nil, hdr, resp},
+		{"stream20/fused", abi.OpFusedStream, fstate, hdr, events},
+	} {
+		in := input(OpenAI, VLLM, 0, c.state, c.meta, c.payload)
+		if r, err := abi.ParseResult(w.Call(b, c.op, in)); err != nil || r.Status != abi.StatusOK {
+			b.Fatalf("%s: %v %s %s", c.name, err, r.Status, r.Error)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w.Call(b, c.op, in)
+			}
+		})
+	}
+}
