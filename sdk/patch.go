@@ -29,7 +29,8 @@ type Patch interface {
 	// PatchRequest writes the backend request for the client's body to
 	// out.Body, with the adapter's meta (path, method, content type), and
 	// sets the routing fields of req that request_decode reports (Model,
-	// Stream, IncludeUsage, MaxTokens); the SDK writes their meta.
+	// Stream, IncludeUsage, MaxTokens); the SDK writes their meta during
+	// the call and keeps nothing of req (Model may alias body).
 	PatchRequest(c *Call, body []byte, req *canon.ChatRequest, out *Output) bool
 	// PatchResponse writes the client's response for the backend's body to
 	// out and reports, in r, what the adapter's decode would have: the

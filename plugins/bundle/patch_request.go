@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"unsafe"
+
 	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -388,7 +390,8 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 	out.SetMeta(abi.MetaMethod, "POST")
 	out.SetMeta(abi.MetaContentType, "application/json")
 
-	req.Model = string(body[m.a:m.b])
+	// The SDK reads req within this call only: the model may alias body.
+	req.Model = unsafe.String(&body[m.a], m.b-m.a)
 	req.Stream = stream
 	req.IncludeUsage = r.includeU
 	req.MaxTokens = int(maxTokens)
