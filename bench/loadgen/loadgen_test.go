@@ -79,16 +79,18 @@ func TestRunLoad_AgainstFakeLLM(t *testing.T) {
 }
 
 func TestRunHold_CountsStalls(t *testing.T) {
-	url := startFake(t, fakellm.Config{Engine: fakellm.EngineVLLM, Tokens: 4, TPS: 50})
+	url := startFake(t, fakellm.Config{Engine: fakellm.EngineVLLM, Tokens: 4, TPS: 10})
 	body, _, _ := buildBody("", "m", "hi", 0, true)
 	tg, _ := newTarget(url, "", body, true, 5*time.Second)
-	// Expecting 1ms between chunks makes every 20ms token gap a stall.
+	// Expecting 1ms between chunks makes every 100ms token gap a stall. On
+	// a loaded machine a late timer can coalesce two tokens into one read
+	// (a gap of 0), so each stream must show a stall, not every gap.
 	r, err := runHold(tg, holdOpts{streams: 20, expectInterval: time.Millisecond, stallFactor: 5, pids: []int{os.Getpid()}, clk: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := r.Hold
-	if r.OK != 20 || h.PeakActive < 1 || h.Stalls < 20*2 || h.StalledStreams != 20 {
+	if r.OK != 20 || h.PeakActive < 1 || h.Stalls < 20 || h.StalledStreams != 20 {
 		t.Fatalf("result %+v hold %+v", r, h)
 	}
 	summary(io.Discard, r)
