@@ -185,13 +185,15 @@ func (g *Gateway) Close(ctx context.Context) error {
 	return err
 }
 
-// adapterFormats are the formats of the loaded adapter plugins: the
-// engines a backend may name.
+// adapterFormats are the formats of the loaded adapters, modules of one
+// component or a bundle's components: the engines a backend may name.
 func adapterFormats(h *pluginhost.Host) map[string]bool {
 	f := map[string]bool{}
 	for _, p := range h.Plugins() {
-		if m := p.Manifest(); m.Kind == sdk.KindAdapter {
-			f[m.Format] = true
+		for _, m := range p.Manifest().Parts() {
+			if m.Kind == sdk.KindAdapter {
+				f[m.Format] = true
+			}
 		}
 	}
 	return f
