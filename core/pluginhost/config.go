@@ -90,9 +90,15 @@ type Config struct {
 
 // PluginConfig is one entry of plugins.yaml.
 type PluginConfig struct {
-	Name   string
-	Kind   sdk.Kind
-	Path   string // .wasm file, relative to the yaml file's dir
+	Name string
+	// Kind is the module's manifest kind: translator or adapter for a
+	// module of one component, bundle for a module of several (its
+	// components are checked one by one at load).
+	Kind sdk.Kind
+	// Path is the .wasm file, relative to the yaml file's dir, or
+	// "native:NAME": the plugin registered with RegisterNative under NAME,
+	// compiled into the gateway (for measurement: no sandbox; see native.go).
+	Path   string
 	SHA256 string // optional pin (hex); a mismatch refuses the load
 	// Config is the plugin's own configuration as JSON, handed to mr_init;
 	// nil when absent.
@@ -274,11 +280,17 @@ func (pc *PluginConfig) validate() error {
 	if !nameRE.MatchString(pc.Name) {
 		add("name: must match %s", nameRE)
 	}
-	if pc.Kind != sdk.KindTranslator && pc.Kind != sdk.KindAdapter {
-		add("kind: must be translator or adapter, got %q", pc.Kind)
+	if pc.Kind != sdk.KindTranslator && pc.Kind != sdk.KindAdapter && pc.Kind != sdk.KindBundle {
+		add("kind: must be translator, adapter or bundle, got %q", pc.Kind)
 	}
-	if pc.Path == "" {
+	native, isNative := nativeName(pc.Path)
+	switch {
+	case pc.Path == "":
 		add("path: required")
+	case isNative && !nameRE.MatchString(native):
+		add("path: %q: a native plugin's name must match %s", pc.Path, nameRE)
+	case isNative && pc.SHA256 != "":
+		add("sha256: a native plugin (%s) has no file to pin", pc.Path)
 	}
 	if pc.SHA256 != "" {
 		if b, err := hex.DecodeString(pc.SHA256); err != nil || len(b) != 32 {
@@ -341,6 +353,9 @@ func (pc PluginConfig) withDefaults() PluginConfig {
 	}
 	if pc.Mode == "" {
 		pc.Mode = ModeStrict
+	}
+	if _, ok := nativeName(pc.Path); ok {
+		pc.Mode = ModeTrusted // native code cannot be interrupted: there is no strict mode
 	}
 	if pc.Pool.Max == 0 {
 		pc.Pool.Max = max(runtime.GOMAXPROCS(0)+1, pc.Pool.Min)

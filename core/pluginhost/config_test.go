@@ -70,7 +70,7 @@ plugins:
   - {name: "Bad Name", kind: filter, path: "", sha256: xyz, mode: fast, limits: {memory_mb: 1}, pool: {min: 5, max: 2}}
   - {name: dup, kind: adapter, path: a.wasm}
   - {name: dup, kind: adapter, path: b.wasm}
-`, []string{"abi: must be 2, got 1", "name: must match", `kind: must be translator or adapter, got "filter"`,
+`, []string{"abi: must be 2, got 1", "name: must match", `kind: must be translator, adapter or bundle, got "filter"`,
 			"path: required", "sha256: must be 64 hex digits", `mode: must be strict or trusted, got "fast"`,
 			"limits.memory_mb: 1 out of range", "pool: min 5 > max 2", `duplicate name "dup"`}},
 		{"config with non-string keys", "abi: 2\nplugins:\n  - name: a\n    kind: adapter\n    path: a.wasm\n    config: {1: x}\n", nil},

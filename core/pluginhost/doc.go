@@ -11,13 +11,33 @@
 // exports and their exact signatures (_initialize, mr_abi_version,
 // mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v2.log
 // and the WASI functions the Go runtime needs; no path_open, no sockets);
-// instantiate one instance, check mr_abi_version (major 1, minor ≤ ours),
+// instantiate one instance, check mr_abi_version (major 2, minor ≤ ours),
 // mr_init with the plugin's config as JSON, validate the manifest (name,
 // kind as in plugins.yaml), run a self-test call (OpErrorEncode or
 // OpErrorDecode; an error status passes, a trap does not), and fill the
 // pool to min in the background. Errors name the plugin and file:
 //
 //	pluginhost: plugin "openai" (plugins/openai.wasm): bad export: missing export "mr_call"
+//
+// # Bundles
+//
+// A module may serve several components (sdk.NewBundle): plugins.yaml
+// says kind: bundle, and its manifest has kind "bundle" with the
+// components' manifests in Components, in index order. The manifest is
+// checked per component as a module of one is checked — a name, unique in
+// the bundle; kind translator or adapter; a supported ABI — with errors
+// naming the component:
+//
+//	pluginhost: plugin "firstparty" (plugins/bundle.wasm): bad manifest: component 2 "vllm": name already used by component 1
+//
+// and the self-test runs once per component, addressed by its index in
+// the call header (CallInput.Translator or Adapter). A module of one
+// component must have the kind plugins.yaml gives it and no Components. A
+// bundle is one Plugin with one pool: every instance serves every
+// component, and the server uses the fused ops when a request's
+// translator and adapter are in it. Reload treats a bundle like any
+// plugin: a new build is a new version; replacing it by separate modules
+// (or back) retires it and adds them.
 //
 // Inspect runs the same checks on a file without a plugins.yaml entry (for
 // the conformance kit and a "plugin check" command).
@@ -169,12 +189,22 @@
 // timeouts, protocol errors, pool failures, stuck calls, instantiations
 // (and slow-path ones), discarded instances, dropped log lines, reloads,
 // a call latency histogram, instances live/idle per live version, and
-// version info. Recording a call touches atomics only.
+// version info. For a bundle, calls by component and op too
+// (mindrouter_plugin_component_calls_total{plugin,component,op}; a fused
+// op counts for its "translator+adapter" pair, e.g. "openai+vllm"), and
+// for every plugin its components (mindrouter_plugin_component_info).
+// Recording a call touches atomics only.
 //
 // # Native plugins
 //
-// NewNativePlugin serves an sdk.Plugin compiled into the gateway through
-// the same Plugin/Version API, for tests and to measure the WebAssembly tax.
+// A plugins.yaml entry with path "native:NAME" serves the sdk.Plugin
+// registered with RegisterNative under NAME — plugin code compiled into
+// the gateway (cmd/mindrouter registers the first-party plugins: see
+// package firstparty) — through the same Host API: Pin, Call, Manifest,
+// pools, limits, metrics (sha256 "native:NAME"), reload. The server cannot
+// tell it from a .wasm plugin. It is for measuring the WebAssembly tax and
+// for tests: there is no sandbox, and calls cannot be interrupted (native
+// plugins always run as trusted). NewNativePlugin serves one outside a Host.
 //
 // See package conformance for the plugin conformance kit.
 package pluginhost

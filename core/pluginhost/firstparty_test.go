@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
@@ -89,7 +90,21 @@ func firstPartyHost(t *testing.T, name string, logger *slog.Logger) *Plugin {
 		}
 	}
 	if pc == nil {
-		t.Fatalf("plugins.yaml has no plugin %q", name)
+		// plugins.yaml loads the first-party bundle; its components as
+		// separate modules get the bundle's settings.
+		for i := range repo.Plugins {
+			if repo.Plugins[i].Kind == sdk.KindBundle {
+				pc = &repo.Plugins[i]
+			}
+		}
+		for _, fp := range testutil.Plugins {
+			if pc != nil && fp.Name == name {
+				pc.Name, pc.Kind = name, sdk.Kind(fp.Kind)
+			}
+		}
+	}
+	if pc == nil || pc.Name != name {
+		t.Fatalf("plugins.yaml has no plugin %q nor a first-party bundle", name)
 	}
 	pc.Path, pc.SHA256, pc.Mode = set.wasm(name), "", ModeTrusted
 	pc.Pool.Min = 1

@@ -10,12 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/mindrouter/mindrouter/sdk"
 )
 
 // Host loads plugins and serves calls to them. Its methods are safe for
@@ -159,6 +162,13 @@ func (h *Host) Plugins() []*Plugin {
 
 // load reads, checks and starts one version of a plugin.
 func (h *Host) load(ctx context.Context, p *Plugin, pc PluginConfig) (*Version, error) {
+	if name, ok := nativeName(pc.Path); ok {
+		v, err := h.loadNative(ctx, p, pc, name)
+		if err != nil {
+			return nil, &LoadError{pc.Name, pc.Path, err}
+		}
+		return v, nil
+	}
 	wasm, err := os.ReadFile(h.abs(pc.Path))
 	if err != nil {
 		return nil, &LoadError{pc.Name, pc.Path, err}
@@ -194,8 +204,20 @@ func (h *Host) loadBytes(ctx context.Context, p *Plugin, pc PluginConfig, wasm [
 		return nil, err
 	}
 	h.logger.Info("plugin loaded", slog.String("plugin", p.name), slog.String("version", v.manifest.Version),
-		slog.String("sha256", sha[:12]), slog.String("mode", string(pc.Mode)), slog.Uint64("seq", v.seq))
+		slog.String("sha256", sha[:12]), slog.String("mode", string(pc.Mode)), slog.String("kind", string(v.manifest.Kind)),
+		componentsAttr(&v.manifest), slog.Uint64("seq", v.seq))
 	return v, nil
+}
+
+// componentsAttr lists a bundle's components ("openai (translator), ...");
+// for a module of one component, its name.
+func componentsAttr(m *sdk.Manifest) slog.Attr {
+	parts := m.Parts()
+	names := make([]string, len(parts))
+	for i := range parts {
+		names[i] = parts[i].Name + " (" + string(parts[i].Kind) + ")"
+	}
+	return slog.String("components", strings.Join(names, ", "))
 }
 
 func (h *Host) newVersion(p *Plugin, pc PluginConfig, sha string) *Version {
@@ -223,7 +245,7 @@ func (h *Host) newVersion(p *Plugin, pc PluginConfig, sha string) *Version {
 // self-test), puts it in the pool and fills the pool to min in the
 // background.
 func (v *Version) start(ctx context.Context) error {
-	if v.host != nil {
+	if v.mod != nil {
 		if err := checkModule(v.mod.cm); err != nil {
 			return err
 		}
@@ -238,6 +260,7 @@ func (v *Version) start(ctx context.Context) error {
 	v.pool.all[in] = struct{}{}
 	v.pool.mu.Unlock()
 	if v.manifest, err = parseManifest(raw, &v.cfg); err == nil {
+		v.partMetrics()
 		err = v.selfTest(ctx, in)
 	}
 	if err != nil {

@@ -10,12 +10,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
 const (
-	opSlots     = 32 // ops are < 32 in ABI v1; others count in slot 0
+	opSlots     = 64 // ops are < 64 in ABI v2 (fused ops are 32-34); others count in slot 0
 	statusSlots = 8
+	// partSlots bounds the components of a bundle counted one by one (and
+	// its translator × adapter pairs for fused calls); calls naming a
+	// component past it count in the plugin's totals only.
+	partSlots = 64
 )
 
 // latencyBuckets are the call latency histogram's upper bounds.
@@ -58,6 +63,87 @@ type pluginMetrics struct {
 	stuck          atomic.Uint64
 	reloadsOK      atomic.Uint64
 	reloadsFailed  atomic.Uint64
+}
+
+// partCounter counts the calls of one component of a bundle, by op; for
+// fused ops, of one translator+adapter pair. It is keyed by name on the
+// Plugin, so the counts of a component carry over reloads, whatever its
+// index in the new version.
+type partCounter struct {
+	name  string // "openai", or "openai+vllm" for fused calls
+	calls [opSlots]atomic.Uint64
+}
+
+// partCounter returns the counter named name, creating it on first use
+// (at load, never on the call path).
+func (p *Plugin) partCounter(name string) *partCounter {
+	p.partsMu.Lock()
+	defer p.partsMu.Unlock()
+	for _, c := range p.parts {
+		if c.name == name {
+			return c
+		}
+	}
+	c := &partCounter{name: name}
+	p.parts = append(p.parts, c)
+	return c
+}
+
+func (p *Plugin) partCounters() []*partCounter {
+	p.partsMu.Lock()
+	defer p.partsMu.Unlock()
+	return append([]*partCounter(nil), p.parts...)
+}
+
+// partMetrics resolves a bundle version's per-component counters: by
+// component index, and for fused calls by translator × adapter index.
+// Modules of one component count in the plugin's totals only.
+func (v *Version) partMetrics() {
+	m := &v.manifest
+	if m.Kind != sdk.KindBundle {
+		return
+	}
+	n := min(len(m.Components), partSlots)
+	v.parts = make([]*partCounter, n)
+	v.fused = make([]*partCounter, n*n)
+	for i := range n {
+		v.parts[i] = v.plugin.partCounter(m.Components[i].Name)
+	}
+	for t := range n {
+		for a := range n {
+			if m.Components[t].Kind == sdk.KindTranslator && m.Components[a].Kind == sdk.KindAdapter {
+				v.fused[t*n+a] = v.plugin.partCounter(m.Components[t].Name + "+" + m.Components[a].Name)
+			}
+		}
+	}
+}
+
+// recordPart counts a call of a bundle's component (atomics only).
+func (v *Version) recordPart(op abi.Op, in *CallInput) {
+	n := len(v.parts)
+	if n == 0 || int(op) >= opSlots {
+		return
+	}
+	var c *partCounter
+	switch {
+	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
+		if t, a := int(in.Translator), int(in.Adapter); t < n && a < n {
+			c = v.fused[t*n+a]
+		}
+	case op >= abi.OpFusedRequest:
+		// not an op of a component
+	case op >= abi.OpRequestEncode:
+		if int(in.Adapter) < n {
+			c = v.parts[in.Adapter]
+		}
+	case op > 0:
+		if int(in.Translator) < n {
+			c = v.parts[in.Translator]
+		}
+	}
+	if c != nil {
+		c.calls[op].Add(1)
+	}
 }
 
 type hostMetrics struct {
@@ -130,6 +216,18 @@ func writeMetrics(w io.Writer, plugins []*Plugin, versions []*Version) {
 			}
 		}
 	}
+	family("mindrouter_plugin_component_calls_total", "counter",
+		"Calls of a bundle's components by op; a fused op counts for its \"translator+adapter\" pair.")
+	for _, p := range plugins {
+		for _, c := range p.partCounters() {
+			for op := range c.calls {
+				if n := c.calls[op].Load(); n > 0 {
+					fmt.Fprintf(w, "mindrouter_plugin_component_calls_total{plugin=%s,component=%s,op=%s} %d\n",
+						quote(p.name), quote(c.name), quote(abi.Op(op).String()), n)
+				}
+			}
+		}
+	}
 	counter("mindrouter_plugin_traps_total", "Calls that trapped (instance discarded).", func(m *pluginMetrics) uint64 { return m.traps.Load() })
 	counter("mindrouter_plugin_timeouts_total", "Calls interrupted at their deadline (strict mode).", func(m *pluginMetrics) uint64 { return m.timeouts.Load() })
 	counter("mindrouter_plugin_protocol_errors_total", "Calls whose result broke the ABI.", func(m *pluginMetrics) uint64 { return m.protocol.Load() })
@@ -187,6 +285,17 @@ func writeVersions(w io.Writer, plugins []*Plugin, versions []*Version) {
 		fmt.Fprintf(w, "mindrouter_plugin_info{plugin=%s,version=%s,seq=\"%d\",sha256=%s,mode=%s,kind=%s,abi=\"%d.%d\"} %d\n",
 			quote(p.name), quote(v.manifest.Version), v.seq, quote(v.sha), quote(string(v.cfg.Mode)),
 			quote(string(v.manifest.Kind)), abi.VersionMajor, abi.VersionMinor, healthy)
+	}
+	fmt.Fprintf(w, "# HELP mindrouter_plugin_component_info Components of each plugin's current version (a bundle's, by index; a module of one component has index 0).\n# TYPE mindrouter_plugin_component_info gauge\n")
+	for _, p := range plugins {
+		v := p.current.Load()
+		if v == nil {
+			continue
+		}
+		for i, c := range v.manifest.Parts() {
+			fmt.Fprintf(w, "mindrouter_plugin_component_info{plugin=%s,index=\"%d\",component=%s,kind=%s,format=%s,version=%s} 1\n",
+				quote(p.name), i, quote(c.Name), quote(string(c.Kind)), quote(c.Format), quote(c.Version))
+		}
 	}
 }
 

@@ -83,6 +83,18 @@ func (h *Host) Reload(ctx context.Context) error {
 
 // reloadOne loads pc as a new version of p unless nothing changed.
 func (h *Host) reloadOne(ctx context.Context, p *Plugin, pc PluginConfig) (swapped bool, err error) {
+	if name, ok := nativeName(pc.Path); ok {
+		pcd := pc.withDefaults()
+		if cur := p.current.Load(); cur != nil && cur.fingerprint == fingerprint(nativePrefix+name, &pcd) {
+			return false, nil
+		}
+		v, err := h.loadNative(ctx, p, pc, name)
+		if err != nil {
+			return false, &LoadError{pc.Name, pc.Path, err}
+		}
+		p.swap(v)
+		return true, nil
+	}
 	wasm, err := os.ReadFile(h.abs(pc.Path))
 	if err != nil {
 		return false, &LoadError{pc.Name, pc.Path, err}
@@ -166,7 +178,9 @@ func (h *Host) stamps(prev map[string]stamp) map[string]stamp {
 		paths = append(paths, cfg.Path)
 	}
 	for i := range cfg.Plugins {
-		paths = append(paths, h.abs(cfg.Plugins[i].Path))
+		if _, native := nativeName(cfg.Plugins[i].Path); !native {
+			paths = append(paths, h.abs(cfg.Plugins[i].Path))
+		}
 	}
 	out := make(map[string]stamp, len(paths))
 	for _, path := range paths {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,9 @@ type Plugin struct {
 	seq     atomic.Uint64
 	lastErr atomic.Pointer[error]
 	trapLog trapLog
+
+	partsMu sync.Mutex
+	parts   []*partCounter // a bundle's per-component counters, by name
 }
 
 // Name returns the plugin's name from plugins.yaml.
@@ -106,7 +110,10 @@ type Version struct {
 	sink        *logSink
 	factory     func() *sdk.Plugin // native plugins
 	pool        *pool
-	loaded      time.Time
+	// A bundle's component counters by index, and by translator × adapter
+	// index (t*len(parts)+a) for fused calls; nil for a module of one.
+	parts, fused []*partCounter
+	loaded       time.Time
 
 	strict     bool
 	timeout    time.Duration
@@ -196,6 +203,7 @@ func (v *Version) Call(ctx context.Context, op abi.Op, in CallInput, out *Result
 	bad, err := inst.do(ctx, op, &in, out)
 	v.pool.put(inst, bad)
 	v.plugin.metrics.record(op, out.Status, err, mono()-start)
+	v.recordPart(op, &in)
 	return err
 }
 
@@ -319,7 +327,9 @@ func (v *Version) instantiateNative(manifest bool) (*instance, []byte, error) {
 	return &instance{v: v, native: p}, payload, nil
 }
 
-// parseManifest validates the manifest JSON against plugins.yaml.
+// parseManifest validates the manifest JSON against plugins.yaml: a name,
+// the kind plugins.yaml gives (any kind when it gives none, for Inspect),
+// a supported ABI, and for a bundle each component (checkParts).
 func parseManifest(raw []byte, pc *PluginConfig) (sdk.Manifest, error) {
 	var m sdk.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -330,28 +340,108 @@ func parseManifest(raw []byte, pc *PluginConfig) (sdk.Manifest, error) {
 		errs = append(errs, fmt.Errorf("%w: empty name", errManifest))
 	}
 	if pc.Kind != "" && m.Kind != pc.Kind { // "" only from Inspect
-		errs = append(errs, fmt.Errorf("%w: kind %q, plugins.yaml says %q", errManifest, m.Kind, pc.Kind))
+		hint := ""
+		switch {
+		case m.Kind == sdk.KindBundle:
+			hint = " (a module of several components: use kind: bundle)"
+		case pc.Kind == sdk.KindBundle:
+			hint = " (a module of one component: use its kind)"
+		}
+		errs = append(errs, fmt.Errorf("%w: kind %q, plugins.yaml says %q%s", errManifest, m.Kind, pc.Kind, hint))
 	}
 	if m.ABI != 0 {
 		if err := checkVersion(m.ABI); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", errManifest, err))
 		}
 	}
+	errs = append(errs, checkParts(&m)...)
 	return m, errors.Join(errs...)
 }
 
-// selfTest makes one representative call that must not trap: an error
-// encode (translators) or decode (adapters), which every plugin can do.
-// An error status (even unsupported) passes; a trap, timeout or malformed
-// result fails.
+// maxComponents is the most components a bundle may have: a call header
+// names one with a u16.
+const maxComponents = 1 << 16
+
+// checkParts checks the manifest's kind and, for a bundle, each component
+// as a module of one would be checked (a name, unique in the bundle; kind
+// translator or adapter; a supported ABI), with errors naming the
+// component by index and name.
+func checkParts(m *sdk.Manifest) []error {
+	var errs []error
+	add := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{errManifest}, a...)...))
+	}
+	switch m.Kind {
+	case sdk.KindTranslator, sdk.KindAdapter:
+		if len(m.Components) > 0 {
+			add("a %s lists %d components; only a bundle (kind %q) has components", m.Kind, len(m.Components), sdk.KindBundle)
+		}
+		return errs
+	case sdk.KindBundle:
+	default:
+		add("kind %q: must be translator, adapter or bundle", m.Kind)
+		return errs
+	}
+	switch n := len(m.Components); {
+	case n == 0:
+		add("bundle %q lists no components", m.Name)
+	case n > maxComponents:
+		add("bundle %q lists %d components; a call header addresses at most %d", m.Name, n, maxComponents)
+	}
+	seen := make(map[string]int, len(m.Components))
+	for i := range m.Components {
+		c := &m.Components[i]
+		where := fmt.Sprintf("component %d %q", i, c.Name)
+		if c.Name == "" {
+			add("component %d: empty name", i)
+		} else if j, dup := seen[c.Name]; dup {
+			add("%s: name already used by component %d", where, j)
+		} else {
+			seen[c.Name] = i
+		}
+		if c.Kind != sdk.KindTranslator && c.Kind != sdk.KindAdapter {
+			add("%s: kind %q, must be translator or adapter", where, c.Kind)
+		}
+		if len(c.Components) > 0 {
+			add("%s: lists components of its own; bundles do not nest", where)
+		}
+		if c.ABI != 0 {
+			if err := checkVersion(c.ABI); err != nil {
+				add("%s: %v", where, err)
+			}
+		}
+	}
+	return errs
+}
+
+// selfTest makes one representative call per component that must not
+// trap: an error encode (translators) or decode (adapters), which every
+// plugin can do, addressed to the component's index. An error status
+// (even unsupported) passes; a trap, timeout or malformed result fails,
+// naming the component in a bundle.
 func (v *Version) selfTest(ctx context.Context, in *instance) error {
+	parts := v.manifest.Parts()
+	for i := range parts {
+		if err := selfTestPart(ctx, in, uint16(i), parts[i].Kind); err != nil {
+			if v.manifest.Kind == sdk.KindBundle {
+				return fmt.Errorf("component %d %q: %w", i, parts[i].Name, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func selfTestPart(ctx context.Context, in *instance, idx uint16, kind sdk.Kind) error {
 	var ci CallInput
 	op := abi.OpErrorEncode
-	if v.manifest.Kind == sdk.KindAdapter {
+	if kind == sdk.KindAdapter {
 		op = abi.OpErrorDecode
+		ci.Adapter = idx
 		ci.Meta = abi.AppendMeta(nil, "status", "500")
 		ci.Payload = []byte(`{"error":{"message":"pluginhost self-test"}}`)
 	} else {
+		ci.Translator = idx
 		ci.Payload = []byte(`{"status":500,"type":"internal","message":"pluginhost self-test"}`)
 	}
 	var out Result

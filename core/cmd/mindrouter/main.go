@@ -3,6 +3,12 @@
 //	mindrouter serve [--config FILE]      run the gateway
 //	mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm
 //	                                       run the plugin conformance kit on a plugin
+//
+// The binary also carries the first-party plugins compiled natively
+// (package core/pluginhost/firstparty): a plugins.yaml entry with path
+// "native:firstparty" (or native:openai, native:vllm, native:ollama)
+// serves the same plugin code without WebAssembly, to measure the
+// WebAssembly tax. Native plugins have no sandbox: not for production.
 package main
 
 import (
@@ -24,9 +30,11 @@ import (
 	"github.com/mindrouter/mindrouter/core/gateway"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/pluginhost/conformance"
+	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
 )
 
 func main() {
+	firstparty.Register() // path: "native:NAME" in plugins.yaml
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
@@ -54,7 +62,10 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   mindrouter serve [--config FILE]     run the gateway (no file: embedded defaults)
   mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm
-                                       check a plugin against ABI v1 (conformance kit)`)
+                                       check a plugin against ABI v2 (conformance kit); a bundle is
+                                       checked per component (golden vectors in DIR/<component>/,
+                                       streams go to the adapters of their framing) and its fused
+                                       ops against the canonical path`)
 }
 
 func serve(args []string) error {
@@ -140,7 +151,7 @@ func plugin(args []string) error {
 		return errors.New(use)
 	}
 	fs := flag.NewFlagSet("plugin check", flag.ExitOnError)
-	golden := fs.String("golden", "", "directory of golden vectors (*.vector.json; see core/pluginhost/conformance)")
+	golden := fs.String("golden", "", "directory of golden vectors (*.vector.json; see core/pluginhost/conformance); for a bundle, one subdirectory per component")
 	var streams streamList
 	fs.Var(&streams, "stream", "recorded upstream stream (.sse or .ndjson) for the split check; repeatable")
 	_ = fs.Parse(args[1:])

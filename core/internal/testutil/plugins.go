@@ -174,3 +174,43 @@ func BuildBroken() (string, error) {
 	})
 	return brokenPath, brokenErr
 }
+
+// Bundle is the first-party bundle (plugins/bundle: the openai translator
+// and the vllm and ollama adapters in one module, manifest name
+// "firstparty"), as BuildBundle builds it.
+var Bundle = struct{ Name, Pkg string }{"firstparty", "plugins/bundle/wasm"}
+
+var (
+	bundleOnce sync.Once
+	bundleSet  PluginSet
+	bundleErr  error
+)
+
+// BuildBundle compiles the first-party bundle once per process into the
+// BuildPlugins directory as bundle.wasm, precompiled for trusted and
+// strict mode into its cache, and writes plugins-bundle.yaml next to
+// plugins.yaml: the bundle alone (kind bundle, trusted), so a gateway on
+// it serves every request through the fused ops. The returned set shares
+// Dir with BuildPlugins'; its YAML is plugins-bundle.yaml. BuildPlugins
+// must have succeeded first.
+func BuildBundle() (PluginSet, error) {
+	bundleOnce.Do(func() {
+		if built.Dir == "" {
+			bundleErr = fmt.Errorf("testutil: BuildBundle before BuildPlugins")
+			return
+		}
+		path := filepath.Join(built.Dir, "bundle.wasm")
+		if bundleErr = BuildWasm(Bundle.Pkg, path, "-ldflags=-s -w"); bundleErr != nil {
+			return
+		}
+		if bundleErr = Precompile(filepath.Join(built.Dir, "cache"), path+"=trusted+strict"); bundleErr != nil {
+			return
+		}
+		y := fmt.Sprintf("abi: 2\ncache_dir: cache\nplugins:\n  - {name: %s, kind: bundle, path: bundle.wasm, mode: trusted}\n", Bundle.Name)
+		set := PluginSet{Dir: built.Dir, YAML: filepath.Join(built.Dir, "plugins-bundle.yaml")}
+		if bundleErr = os.WriteFile(set.YAML, []byte(y), 0o644); bundleErr == nil {
+			bundleSet = set
+		}
+	})
+	return bundleSet, bundleErr
+}

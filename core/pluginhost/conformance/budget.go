@@ -73,7 +73,8 @@ func (s *session) checkBudget() (string, error) {
 	n := s.opts.BudgetCalls
 	durs := make([]time.Duration, n)
 	mem := make([]uint32, 0, 4)
-	s.rep.MemoryStartBytes = v.Stats().MaxMemory
+	fig := &s.part.fig
+	fig.MemoryStartBytes = v.Stats().MaxMemory
 	for i := range n {
 		in := &ok[i%len(ok)]
 		start := time.Now()
@@ -87,15 +88,15 @@ func (s *session) checkBudget() (string, error) {
 		}
 	}
 	slices.Sort(durs)
-	s.rep.P50, s.rep.P99, s.rep.Max = durs[n/2], durs[n*99/100], durs[n-1]
-	s.rep.MemoryBytes = mem[len(mem)-1]
+	fig.P50, fig.P99, fig.Max = durs[n/2], durs[n*99/100], durs[n-1]
+	fig.MemoryBytes = mem[len(mem)-1]
 	detail := fmt.Sprintf("%d calls over %d inputs: p50 %v, p99 %v, max %v (budget p99 %v, trusted mode)",
-		n, len(ok), s.rep.P50, s.rep.P99, s.rep.Max, s.opts.Budget)
+		n, len(ok), fig.P50, fig.P99, fig.Max, s.opts.Budget)
 	var errs []error
-	if s.rep.P99 > s.opts.Budget {
-		errs = append(errs, fmt.Errorf("p99 %v over the %v budget", s.rep.P99, s.opts.Budget))
+	if fig.P99 > s.opts.Budget {
+		errs = append(errs, fmt.Errorf("p99 %v over the %v budget", fig.P99, s.opts.Budget))
 	}
-	s.mem = mem
+	s.part.mem = mem
 	return detail, errors.Join(errs...)
 }
 
@@ -103,16 +104,16 @@ func (s *session) checkBudget() (string, error) {
 // recycle threshold (pool.recycle_mb, at most 75% of the limit) and shows
 // no steady growth across four samples.
 func (s *session) checkMemory() (string, error) {
-	mem := s.mem
+	mem, fig := s.part.mem, &s.part.fig
 	if len(mem) == 0 {
 		return "", skip("the budget check did not run")
 	}
 	limit := uint32(min(uint64(s.opts.MemoryMB)<<20*3/4, uint64(pluginhost.DefaultPoolRecycleMB)<<20, math.MaxUint32))
 	detail := fmt.Sprintf("linear memory %s before, %s after %d calls (samples %v; limit %s)",
-		mib(s.rep.MemoryStartBytes), mib(s.rep.MemoryBytes), s.opts.BudgetCalls, mibs(mem), mib(limit))
+		mib(fig.MemoryStartBytes), mib(fig.MemoryBytes), s.opts.BudgetCalls, mibs(mem), mib(limit))
 	var errs []error
-	if s.rep.MemoryBytes >= limit {
-		errs = append(errs, fmt.Errorf("linear memory %s at the recycle threshold %s", mib(s.rep.MemoryBytes), mib(limit)))
+	if fig.MemoryBytes >= limit {
+		errs = append(errs, fmt.Errorf("linear memory %s at the recycle threshold %s", mib(fig.MemoryBytes), mib(limit)))
 	}
 	growing := len(mem) > 1
 	for i := 1; i < len(mem); i++ {

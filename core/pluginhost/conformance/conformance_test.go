@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/pluginhost/internal/testbuild"
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 var (
@@ -126,4 +128,38 @@ func TestCheck_BadGoldenDir(t *testing.T) {
 
 func FuzzOps_Good(f *testing.F) {
 	FuzzOps(f, wasmFiles["good"], Options{GoldenDir: "testdata/good", CacheDir: cacheDir})
+}
+
+// A bundle whose fused request differs from its canonical path fails the
+// fused check, and only it; the per-component checks are named by component.
+func TestCheck_FusedMismatch(t *testing.T) {
+	wasm := filepath.Join(t.TempDir(), "skew.wasm")
+	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm); err != nil {
+		t.Fatal(err)
+	}
+	// The canonical translator's golden request: canonical JSON.
+	gdir := t.TempDir()
+	req := canon.ChatRequest{Model: "m", Messages: []canon.Message{{Role: canon.RoleUser, Content: []canon.Part{{Type: canon.PartText, Text: "hi"}}}}}
+	if err := os.MkdirAll(filepath.Join(gdir, "canon-t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeVector(t, filepath.Join(gdir, "canon-t"), "request", `{"op": "request_decode", "input": `+string(req.AppendJSON(nil))+`, "want": {}}`)
+	rep, err := Check(context.Background(), wasm, Options{GoldenDir: gdir, CacheDir: t.TempDir(), FuzzIterations: 50, BudgetCalls: 100, Budget: time.Second})
+	t.Log("\n" + rep.String())
+	if err == nil || !strings.Contains(err.Error(), "conformance fused:") || !strings.Contains(err.Error(), "fused and canonical paths differ") ||
+		!strings.Contains(err.Error(), `{\"path\":\"fused\"}`) {
+		t.Fatalf("err %v", err)
+	}
+	var names []string
+	for _, c := range rep.Checks {
+		names = append(names, c.Name)
+		if !c.OK && c.Name != "fused" {
+			t.Errorf("check %s failed: %v", c.Name, c.Err)
+		}
+	}
+	want := "abi load canon-t/golden canon-t/split canon-t/fuzz canon-t/determinism canon-t/budget canon-t/memory " +
+		"skew-a/golden skew-a/split skew-a/fuzz skew-a/determinism skew-a/budget skew-a/memory fused"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("checks %s\nwant   %s", got, want)
+	}
 }

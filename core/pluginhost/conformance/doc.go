@@ -41,6 +41,33 @@
 //     75% of Options.MemoryMB) and does not grow steadily across four
 //     samples (more than 4 MiB).
 //
+// # Bundles
+//
+// A bundle (a module of several components, sdk.NewBundle) is checked per
+// component: abi checks every component's manifest fields (errors name the
+// component), then golden, split, fuzz, determinism, budget and memory run
+// once per component, named "<component>/<check>", every call addressed to
+// the component by its index in the call header. A component's golden
+// vectors and streams are in GoldenDir/<component> (or Options.Parts);
+// Options.Streams go to the adapters of their framing. The fuzz check also
+// sends headers naming components out of range or of the other kind.
+//
+//   - fused (bundles with a translator and an adapter): for every
+//     translator × adapter pair, the fused ops give exactly what the
+//     canonical two-call path on the same module gives — status, error,
+//     client bytes and meta (the union of both calls') — for every
+//     request_decode vector of the translator (with and without a context
+//     length), every response_decode vector of the adapter, and every
+//     recorded stream cut as the split check cuts it, its stream_decode
+//     vectors and the samples. Streams are driven as core/server/relay.go
+//     drives them: each read's framed events are one batch; the adapter
+//     decodes every batch (FlagFirst on its first call), the translator
+//     encodes only when the batch gave chunks or at the end call (FlagFirst
+//     on its own first call); reads stop once the backend said it is done,
+//     and a stream that never says so ends without an end call. Compared
+//     step by step. Then FuzzIterations random and mutated fused calls
+//     must each come back with a status.
+//
 // Functional checks run in strict mode with a per-call deadline
 // (Options.CallTimeout, 1 s), so a plugin that loops fails instead of
 // hanging the run; budgets are measured in trusted mode, as first-party

@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,29 +23,7 @@ func TestFirstPartyPlugins(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	type plugin struct {
-		name    string
-		kind    sdk.Kind
-		vectors func(t *testing.T, pdir, gdir string)
-		streams string // glob of recorded upstream streams
-	}
-	plugins := []plugin{
-		{"openai", sdk.KindTranslator, func(t *testing.T, pdir, gdir string) {
-			pairs(t, filepath.Join(pdir, "requests"), gdir, "request_decode", ".req.json", ".canon.json")
-		}, ""},
-		{"vllm", sdk.KindAdapter, func(t *testing.T, _, gdir string) {
-			writeVector(t, gdir, "not_found", `{"op": "error_decode", "meta": {"status": "404"},
-  "input": {"error":{"message":"The model `+"`gpt-4`"+` does not exist.","type":"NotFoundError","param":"model","code":404}},
-  "want": {"payload": {"status": 404, "type": "not_found", "code": "model_not_found",
-    "message": "The model `+"`gpt-4`"+` does not exist.", "param": "model"}}}`)
-			writeVector(t, gdir, "health", `{"op": "probe_decode", "meta": {"probe": "health", "status": "200"},
-  "input": "", "want": {"payload": {"healthy": true}}}`)
-		}, "streams/*.sse"},
-		{"ollama", sdk.KindAdapter, func(t *testing.T, pdir, gdir string) {
-			pairs(t, filepath.Join(pdir, "request"), gdir, "request_encode", ".canon.json", ".ollama.json")
-			pairs(t, filepath.Join(pdir, "response"), gdir, "response_decode", ".ollama.json", ".canon.json")
-		}, "stream/*.ndjson"},
-	}
+	plugins := firstPartyPlugins
 	var files []string
 	for _, p := range plugins {
 		out := filepath.Join(dir, p.name+".wasm")
@@ -57,26 +37,8 @@ func TestFirstPartyPlugins(t *testing.T) {
 	}
 	for _, p := range plugins {
 		t.Run(p.name, func(t *testing.T) {
-			pdir := filepath.Join(root, "plugins", p.name, "testdata")
 			gdir := filepath.Join(dir, p.name+"-golden")
-			if err := os.MkdirAll(gdir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			p.vectors(t, pdir, gdir)
-			var streams []string
-			if p.streams != "" {
-				all, _ := filepath.Glob(filepath.Join(pdir, p.streams))
-				for _, f := range all {
-					// Streams that end in a backend error are the plugin's own
-					// tests' business; the split check needs complete ones.
-					if !strings.HasPrefix(filepath.Base(f), "error") {
-						streams = append(streams, f)
-					}
-				}
-				if len(streams) == 0 {
-					t.Fatalf("no recorded streams match %s", p.streams)
-				}
-			}
+			streams := p.golden(t, root, gdir)
 			Run(t, filepath.Join(dir, p.name+".wasm"), Options{Kind: p.kind, GoldenDir: gdir, Streams: streams,
 				CacheDir: cache, MaxSplitPrefix: 512, RandomSplits: 50, FuzzIterations: 200, BudgetCalls: 500,
 				// Loose on purpose: CI machines are shared; this catches pathological
@@ -84,6 +46,141 @@ func TestFirstPartyPlugins(t *testing.T) {
 				Budget: 50 * time.Millisecond})
 		})
 	}
+}
+
+// TestFirstPartyBundle runs the kit on the first-party bundle
+// (plugins/bundle: openai, vllm, ollama in one module): every check per
+// component, addressed by its index, with the golden vectors and streams
+// of the separate plugins, and the fused check — fused ops against the
+// canonical two-call path for every vector and every stream cut, both
+// adapters behind the translator.
+func TestFirstPartyBundle(t *testing.T) {
+	root, err := testutil.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	wasm := filepath.Join(dir, "bundle.wasm")
+	if err := testutil.BuildWasm(testutil.Bundle.Pkg, wasm, "-ldflags=-s -w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Precompile(cache, wasm+"=trusted+strict"); err != nil {
+		t.Fatal(err)
+	}
+	gdir := filepath.Join(dir, "golden")
+	parts := map[string]PartOptions{}
+	for _, p := range firstPartyPlugins {
+		pdir := filepath.Join(gdir, p.name)
+		parts[p.name] = PartOptions{GoldenDir: pdir, Streams: p.golden(t, root, pdir)}
+	}
+	// More inputs for the fused check: OpenAI requests from vLLM's tests,
+	// vLLM's recorded responses (status only: their canonical form is
+	// vLLM's own tests' business).
+	statusVectors(t, filepath.Join(root, "plugins/vllm/testdata/requests/*.json"), parts["openai"].GoldenDir, "request_decode",
+		map[string]string{"no_model": "bad_input", "sampling": "bad_input"})
+	statusVectors(t, filepath.Join(root, "plugins/vllm/testdata/responses/*.json"), parts["vllm"].GoldenDir, "response_decode", nil)
+
+	rep, err := Check(context.Background(), wasm, Options{Kind: sdk.KindBundle, GoldenDir: gdir, Parts: parts,
+		CacheDir: cache, MaxSplitPrefix: 512, RandomSplits: 50, FuzzIterations: 200, BudgetCalls: 500,
+		Budget: 50 * time.Millisecond})
+	t.Log("\n" + rep.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]CheckResult{}
+	for _, c := range rep.Checks {
+		ran[c.Name] = c
+	}
+	for _, name := range []string{"abi", "load", "openai/golden", "openai/fuzz", "openai/determinism", "openai/budget",
+		"vllm/golden", "vllm/split", "vllm/fuzz", "vllm/memory", "ollama/golden", "ollama/split", "ollama/budget", "fused"} {
+		if c, ok := ran[name]; !ok || !c.OK || c.Skipped {
+			t.Errorf("check %s: %+v", name, c)
+		}
+	}
+	if c := ran["openai/split"]; !c.Skipped {
+		t.Errorf("openai/split ran on a translator: %+v", c)
+	}
+	if fused := ran["fused"].Detail; !strings.Contains(fused, "openai+vllm") || !strings.Contains(fused, "openai+ollama") {
+		t.Errorf("fused check: %s", fused)
+	}
+	if len(rep.Components) != 3 || rep.Components[1].Name != "vllm" || rep.Components[2].P99 == 0 {
+		t.Errorf("component figures %+v", rep.Components)
+	}
+}
+
+// golden writes the plugin's golden vectors into gdir and returns its
+// recorded upstream streams (those that end well: streams ending in a
+// backend error are the plugin's own tests' business).
+func (p fpPlugin) golden(t *testing.T, root, gdir string) []string {
+	t.Helper()
+	pdir := filepath.Join(root, "plugins", p.name, "testdata")
+	if err := os.MkdirAll(gdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.vectors(t, pdir, gdir)
+	var streams []string
+	if p.streams != "" {
+		all, _ := filepath.Glob(filepath.Join(pdir, p.streams))
+		for _, f := range all {
+			if !strings.HasPrefix(filepath.Base(f), "error") {
+				streams = append(streams, f)
+			}
+		}
+		if len(streams) == 0 {
+			t.Fatalf("no recorded streams match %s", p.streams)
+		}
+	}
+	return streams
+}
+
+// statusVectors writes a vector of op for each file matching glob that
+// checks the status only (ok, or status[name]).
+func statusVectors(t *testing.T, glob, gdir, op string, status map[string]string) {
+	t.Helper()
+	files, _ := filepath.Glob(glob)
+	if len(files) == 0 {
+		t.Fatalf("no files match %s", glob)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := status[name]
+		if st == "" {
+			st = "ok"
+		}
+		writeVector(t, gdir, op+"-status-"+name, fmt.Sprintf(`{"op": %q, "input": %s, "want": {"status": %q}}`, op, b, st))
+	}
+}
+
+// fpPlugin is a first-party plugin with its golden vectors (made from its
+// own testdata) and recorded upstream streams.
+type fpPlugin struct {
+	name    string
+	kind    sdk.Kind
+	vectors func(t *testing.T, pdir, gdir string)
+	streams string // glob of recorded upstream streams
+}
+
+var firstPartyPlugins = []fpPlugin{
+	{"openai", sdk.KindTranslator, func(t *testing.T, pdir, gdir string) {
+		pairs(t, filepath.Join(pdir, "requests"), gdir, "request_decode", ".req.json", ".canon.json")
+	}, ""},
+	{"vllm", sdk.KindAdapter, func(t *testing.T, _, gdir string) {
+		writeVector(t, gdir, "not_found", `{"op": "error_decode", "meta": {"status": "404"},
+  "input": {"error":{"message":"The model `+"`gpt-4`"+` does not exist.","type":"NotFoundError","param":"model","code":404}},
+  "want": {"payload": {"status": 404, "type": "not_found", "code": "model_not_found",
+    "message": "The model `+"`gpt-4`"+` does not exist.", "param": "model"}}}`)
+		writeVector(t, gdir, "health", `{"op": "probe_decode", "meta": {"probe": "health", "status": "200"},
+  "input": "", "want": {"payload": {"healthy": true}}}`)
+	}, "streams/*.sse"},
+	{"ollama", sdk.KindAdapter, func(t *testing.T, pdir, gdir string) {
+		pairs(t, filepath.Join(pdir, "request"), gdir, "request_encode", ".canon.json", ".ollama.json")
+		pairs(t, filepath.Join(pdir, "response"), gdir, "response_decode", ".ollama.json", ".canon.json")
+	}, "stream/*.ndjson"},
 }
 
 // pairs turns src/NAME<inExt> + src/NAME<outExt> into three-file vectors.

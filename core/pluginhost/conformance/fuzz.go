@@ -15,23 +15,28 @@ import (
 const unknownOp abi.Op = 99
 
 // checkFuzz sends FuzzIterations random and mutated inputs to every op
-// (and an unknown one), with random flags, corrupt state blobs and meta:
-// each must come back with a status, never a trap, timeout or malformed
-// result.
+// (and an unknown one) of the component, with random flags, corrupt state
+// blobs and meta — in a bundle, and now and then a header naming a
+// component out of range or of the other kind: each must come back with a
+// status, never a trap, timeout or malformed result.
 func (s *session) checkFuzz() (string, error) {
 	rng := rand.New(rand.NewPCG(uint64(s.opts.Seed), 1))
-	ops := append(opsOf(s.kind), unknownOp)
+	ops := append(opsOf(s.part.m.Kind), unknownOp)
 	seeds := s.inputs()
 	var errs []error
 	var out pluginhost.Result
 	statuses := map[abi.Status]int{}
 	for i := range s.opts.FuzzIterations {
 		op := ops[i%len(ops)]
-		in := fuzzInput(rng, op, seeds)
+		in := s.addr(op, fuzzInput(rng, op, seeds))
+		if s.bundle && rng.IntN(8) == 0 {
+			in.Translator, in.Adapter = uint16(rng.IntN(len(s.parts)+2)), uint16(rng.IntN(len(s.parts)+2))
+		}
 		err := s.strict.Call(s.ctx, op, in, &out)
 		if fatal(err) {
 			if len(errs) < 5 {
-				errs = append(errs, fmt.Errorf("%s flags %#x state %q meta %q payload %.200q: %w", op, in.Flags, in.State, in.Meta, in.Payload, err))
+				errs = append(errs, fmt.Errorf("%s component %d/%d flags %#x state %q meta %q payload %.200q: %w",
+					op, in.Translator, in.Adapter, in.Flags, in.State, in.Meta, in.Payload, err))
 			}
 			continue
 		}
@@ -49,7 +54,7 @@ func (s *session) checkFuzz() (string, error) {
 
 func (s *session) unknownOpCheck() error {
 	var out pluginhost.Result
-	err := s.strict.Call(s.ctx, unknownOp, pluginhost.CallInput{Payload: []byte("{}")}, &out)
+	err := s.strict.Call(s.ctx, unknownOp, s.addr(unknownOp, pluginhost.CallInput{Payload: []byte("{}")}), &out)
 	if out.Status != abi.StatusUnsupported {
 		return fmt.Errorf("unknown op %d: status %s (%v), want unsupported", unknownOp, out.Status, err)
 	}
@@ -141,7 +146,9 @@ func mutate(rng *rand.Rand, b []byte) []byte {
 //	func FuzzMyPlugin(f *testing.F) { conformance.FuzzOps(f, "my.wasm", conformance.Options{}) }
 //
 // Each input must come back with a status: a trap, timeout or malformed
-// result fails. The plugin runs in strict mode.
+// result fails. The plugin runs in strict mode. In a bundle the targets
+// are every op of every component, addressed by its index, and the fused
+// ops of every translator × adapter pair.
 func FuzzOps(f *testing.F, wasmPath string, opts Options) {
 	opts.defaults()
 	var rep Report
@@ -150,20 +157,59 @@ func FuzzOps(f *testing.F, wasmPath string, opts Options) {
 		f.Fatal(err)
 	}
 	f.Cleanup(s.close)
-	ops := append(opsOf(s.kind), unknownOp)
-	for _, in := range s.inputs() {
-		for i, op := range ops {
-			if op == in.op {
-				f.Add(uint8(i), uint8(in.in.Flags), []byte(nil), in.in.Meta, in.in.Payload)
+	targets := s.targets()
+	for _, sd := range s.seeds() {
+		for i, tg := range targets {
+			if tg.op == sd.op && tg.t == sd.in.Translator && tg.a == sd.in.Adapter {
+				f.Add(uint8(i), uint8(sd.in.Flags), []byte(nil), sd.in.Meta, sd.in.Payload)
 			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, op, flags uint8, state, meta, payload []byte) {
 		var out pluginhost.Result
-		o := ops[int(op)%len(ops)]
-		err := s.strict.Call(s.ctx, o, pluginhost.CallInput{Flags: uint32(flags), State: state, Meta: meta, Payload: payload}, &out)
+		tg := targets[int(op)%len(targets)]
+		err := s.strict.Call(s.ctx, tg.op, pluginhost.CallInput{Flags: uint32(flags), Translator: tg.t, Adapter: tg.a,
+			State: state, Meta: meta, Payload: payload}, &out)
 		if fatal(err) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// target is an op and the component indexes it names.
+type target struct {
+	op   abi.Op
+	t, a uint16
+}
+
+// targets are every op of every component, the fused ops of every
+// translator × adapter pair of a bundle, and an unknown op.
+func (s *session) targets() []target {
+	var out []target
+	for _, p := range s.parts {
+		for _, op := range opsOf(p.m.Kind) {
+			in := addrTo(p.idx, op, pluginhost.CallInput{})
+			out = append(out, target{op, in.Translator, in.Adapter})
+		}
+	}
+	for _, pr := range s.pairs() {
+		for _, op := range fusedOps {
+			out = append(out, target{op, pr.t.idx, pr.a.idx})
+		}
+	}
+	return append(out, target{op: unknownOp})
+}
+
+// seeds are every component's inputs and, in a bundle, the fused inputs.
+func (s *session) seeds() []input {
+	var out []input
+	for i := range s.parts {
+		s.part = &s.parts[i]
+		out = append(out, s.inputs()...)
+	}
+	s.part = nil
+	for _, pr := range s.pairs() {
+		out = append(out, s.fusedInputs(pr)...)
+	}
+	return out
 }

@@ -86,14 +86,22 @@ func samples(m *sdk.Manifest) []input {
 	}
 }
 
-// inputs are the golden vectors' single calls followed by the samples.
-func (s *session) inputs() []input {
+// inputs are the component's golden vectors' single calls followed by the
+// samples, addressed to the component.
+func (s *session) inputs() []input { return partInputs(s.part) }
+
+// partInputs are p's golden vectors' single calls followed by the samples
+// of its kind, addressed to p.
+func partInputs(p *part) []input {
 	var out []input
-	for _, v := range s.vectors {
+	for _, v := range p.vectors {
 		for _, st := range v.steps {
 			out = append(out, input{st.op, pluginhost.CallInput{Flags: st.flags, Meta: st.meta, Payload: st.in}})
 		}
 	}
-	m := s.rep.Manifest
-	return append(out, samples(&m)...)
+	out = append(out, samples(&p.m)...)
+	for i := range out {
+		out[i].in = addrTo(p.idx, out[i].op, out[i].in)
+	}
+	return out
 }

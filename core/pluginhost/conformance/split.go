@@ -15,29 +15,41 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
-// streamFiles are opts.Streams plus the *.sse, *.ndjson and *.jsonl files
-// of the golden dir.
-func (s *session) streamFiles() []string {
-	files := append([]string(nil), s.opts.Streams...)
-	if s.opts.GoldenDir != "" {
+// streamFiles are the component's streams (opts.Streams for a module of
+// one component) plus the *.sse, *.ndjson and *.jsonl files of its golden
+// dir.
+func (p *part) streamFiles() []string {
+	files := append([]string(nil), p.streams...)
+	if p.golden != "" {
 		for _, pat := range []string{"*.sse", "*.ndjson", "*.jsonl"} {
-			m, _ := filepath.Glob(filepath.Join(s.opts.GoldenDir, pat))
+			m, _ := filepath.Glob(filepath.Join(p.golden, pat))
 			files = append(files, m...)
 		}
 	}
 	return files
 }
 
-func (s *session) framing(path string) sdk.Framing {
+// fileFraming is the framing a recorded stream's extension says, else
+// override ("" when neither says).
+func fileFraming(path string, override sdk.Framing) sdk.Framing {
 	switch {
-	case s.opts.Framing != "":
-		return s.opts.Framing
+	case override != "":
+		return override
 	case strings.HasSuffix(path, ".sse"):
 		return sdk.FramingSSE
 	case strings.HasSuffix(path, ".ndjson"), strings.HasSuffix(path, ".jsonl"):
 		return sdk.FramingNDJSON
 	}
-	return s.rep.Manifest.Framing
+	return ""
+}
+
+// framing is how the component's recorded stream at path is framed: the
+// override, the extension, else the adapter manifest's.
+func (p *part) framingOf(path string) sdk.Framing {
+	if fr := fileFraming(path, p.framing); fr != "" {
+		return fr
+	}
+	return p.m.Framing
 }
 
 // checkSplit feeds each recorded stream through host framing (core/frame)
@@ -46,10 +58,10 @@ func (s *session) framing(path string) sdk.Framing {
 // random boundaries after, and into random pieces 20 times; the
 // concatenated canonical output must equal that of the uncut stream.
 func (s *session) checkSplit() (string, error) {
-	if s.kind != sdk.KindAdapter {
+	if s.part.m.Kind != sdk.KindAdapter {
 		return "", skip("translators consume canonical chunks, not upstream streams")
 	}
-	files := s.streamFiles()
+	files := s.part.streamFiles()
 	if len(files) == 0 {
 		return "", skip("no recorded streams")
 	}
@@ -61,7 +73,7 @@ func (s *session) checkSplit() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fr := s.framing(path)
+		fr := s.part.framingOf(path)
 		want, n, err := s.decodeStream(fr, [][]byte{data})
 		calls += n
 		if err != nil {
@@ -138,7 +150,7 @@ func (s *session) decodeStream(fr sdk.Framing, parts [][]byte) (d decoded, calls
 			first = false
 		}
 		calls++
-		if err := v.Call(s.ctx, abi.OpStreamDecode, pluginhost.CallInput{Flags: flags, State: state, Payload: events}, &res); err != nil {
+		if err := v.Call(s.ctx, abi.OpStreamDecode, s.addr(abi.OpStreamDecode, pluginhost.CallInput{Flags: flags, State: state, Payload: events}), &res); err != nil {
 			return err
 		}
 		d.out = append(d.out, res.Payload...)

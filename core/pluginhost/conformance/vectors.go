@@ -284,16 +284,17 @@ func payload(raw json.RawMessage, items []json.RawMessage) ([]byte, error) {
 // checkGolden runs every vector on the strict instances, state carried
 // between a vector's steps.
 func (s *session) checkGolden() (string, error) {
-	if len(s.vectors) == 0 {
+	vectors := s.part.vectors
+	if len(vectors) == 0 {
 		return "", skip("no golden vectors")
 	}
 	var errs []error
 	calls := 0
-	for _, v := range s.vectors {
+	for _, v := range vectors {
 		var state []byte
 		var out pluginhost.Result
 		for i, st := range v.steps {
-			err := s.strict.Call(s.ctx, st.op, pluginhost.CallInput{Flags: st.flags, State: state, Meta: st.meta, Payload: st.in}, &out)
+			err := s.strict.Call(s.ctx, st.op, s.addr(st.op, pluginhost.CallInput{Flags: st.flags, State: state, Meta: st.meta, Payload: st.in}), &out)
 			calls++
 			if err := st.want.check(&out, err); err != nil {
 				errs = append(errs, fmt.Errorf("%s step %d (%s): %w", v.name, i, st.op, err))
@@ -302,7 +303,7 @@ func (s *session) checkGolden() (string, error) {
 			state = append(state[:0], out.State...)
 		}
 	}
-	return fmt.Sprintf("%d vectors, %d calls", len(s.vectors), calls), errors.Join(errs...)
+	return fmt.Sprintf("%d vectors, %d calls", len(vectors), calls), errors.Join(errs...)
 }
 
 func (w *want) check(out *pluginhost.Result, err error) error {

@@ -1,0 +1,45 @@
+// Package firstparty registers MindRouter's first-party plugins as native
+// plugins (pluginhost.RegisterNative), so a plugins.yaml entry with path
+// "native:NAME" serves the very Go packages the .wasm modules are built
+// from, compiled into the gateway:
+//
+//	native:firstparty  the bundle (plugins/bundle: openai, vllm, ollama; kind bundle)
+//	native:openai      the OpenAI translator (kind translator)
+//	native:vllm        the vLLM adapter (kind adapter)
+//	native:ollama      the Ollama adapter (kind adapter)
+//
+// This is for measurement — the same plugin code as WebAssembly and as
+// native Go, "the WebAssembly tax" — and tests: native plugins run without
+// a sandbox (see pluginhost's native.go).
+package firstparty
+
+import (
+	"sync"
+
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/plugins/bundle"
+	"github.com/mindrouter/mindrouter/plugins/ollama"
+	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/plugins/vllm"
+	"github.com/mindrouter/mindrouter/sdk"
+)
+
+// Factories are the first-party native plugins by the name plugins.yaml
+// gives after "native:". Each call of a factory returns a fresh plugin.
+var Factories = map[string]func() *sdk.Plugin{
+	bundle.Name: bundle.New,
+	"openai":    func() *sdk.Plugin { return sdk.NewTranslator(openai.Manifest(), openai.New()) },
+	"vllm":      func() *sdk.Plugin { return sdk.NewAdapter(vllm.Manifest(), vllm.New()) },
+	"ollama":    func() *sdk.Plugin { return sdk.NewAdapter(ollama.Manifest(), ollama.New()) },
+}
+
+var once sync.Once
+
+// Register registers Factories with pluginhost.RegisterNative (once).
+func Register() {
+	once.Do(func() {
+		for name, f := range Factories {
+			pluginhost.RegisterNative(name, f)
+		}
+	})
+}
