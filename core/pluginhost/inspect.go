@@ -32,7 +32,11 @@ func Inspect(ctx context.Context, wasm []byte, cacheDir string) (Inspection, err
 		return ins, err
 	}
 	defer h.Close(ctx)
-	pc := PluginConfig{Name: "inspect", Path: "(inspect)", Mode: ModeStrict, Pool: PoolConfig{Min: 0, Max: 1}}.withDefaults()
+	// Inspection is about shape, not speed (the kit's budget check times
+	// calls): a generous deadline keeps a cold first call under -race or a
+	// loaded machine from failing the self-test.
+	pc := PluginConfig{Name: "inspect", Path: "(inspect)", Mode: ModeStrict, Pool: PoolConfig{Min: 0, Max: 1},
+		Limits: Limits{CallTimeoutMS: 10000}}.withDefaults()
 	class := rtClass{strict: true, memPages: uint32(pc.Limits.MemoryMB) * 16}
 	c, err := h.compile(ctx, class, ins.SHA256, wasm)
 	if err != nil {
