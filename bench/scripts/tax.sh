@@ -79,10 +79,11 @@ start() { # NAME CMD...: background, stderr+stdout to logs/NAME.log; sets LAST_P
 	PIDS+=("$LAST_PID")
 }
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-wait_http() { # URL: up to 30 s for a 2xx
+wait_http() { # URL [PID]: up to 30 s for a 2xx (false at once if PID exits)
 	local i
 	for i in $(seq 1 120); do
 		curl -fsS -o /dev/null -m 2 "$1" 2>/dev/null && return 0
+		[ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null && return 1
 		sleep 0.25
 	done
 	return 1
@@ -93,7 +94,15 @@ exit_desc() {
 	wait "$1" 2>/dev/null || rc=$?
 	if [ "$rc" -gt 128 ]; then echo "killed by signal $((rc - 128))"; else echo "exit status $rc"; fi
 }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "null"}'; }
+# median of numbers on stdin (the mean of the middle two for an even count); "null" for none
+median() { sort -g | awk '{a[NR]=$1} END {if (!NR) print "null"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# SUMMARY_ONLY=1 tax.sh OUTDIR: rewrite OUTDIR/summary.md from the results already there.
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+	eval "$(sed -n 's/^knobs: //p' "$OUT/machine.txt")"
+	read -r -a GWS <<<"$(sed -n 's/^variants up: //p' "$OUT/machine.txt")"
+	INTERVAL_MS=$((1000 / HOLD_TPS))
+else
 
 # ---------------------------------------------------------------- machine, build, snapshot
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -135,8 +144,16 @@ if [ -n "$OLD_TREE" ]; then
 fi
 (cd "$SNAP" && sha256sum new/mindrouter new/plugins/*.wasm $([ -n "$OLD_TREE" ] && echo old/mindrouter old/plugins/*.wasm)) >"$OUT/snap.sha256"
 
-# plugins.yaml of each current-tree variant (the canonical one is this tree's plugins.yaml).
-sed 's|^cache_dir:.*|cache_dir: .cache/wazero-canon|' "$NEW_TREE/plugins.yaml" >"$SNAP/new/plugins-canon.yaml"
+# plugins.yaml of each current-tree variant.
+cat >"$SNAP/new/plugins-canon.yaml" <<'EOF'
+# The first-party plugins as separate modules: the canonical path (2 calls a direction).
+abi: 2
+cache_dir: .cache/wazero-canon
+plugins:
+  - {name: openai, kind: translator, path: plugins/openai.wasm, mode: trusted, pool: {min: 3}}
+  - {name: vllm, kind: adapter, path: plugins/vllm.wasm, mode: trusted, pool: {min: 3}}
+  - {name: ollama, kind: adapter, path: plugins/ollama.wasm, mode: trusted, pool: {min: 3}}
+EOF
 cat >"$SNAP/new/plugins-bundle.yaml" <<'EOF'
 # The first-party bundle (openai + vllm + ollama in one module): fused calls.
 abi: 2
@@ -287,7 +304,7 @@ GWS=()
 for v in "${VS[@]}"; do
 	[ -n "${GW_PORT[$v]:-}" ] || continue
 	start_gw "$v"
-	if wait_http "http://127.0.0.1:${GW_PORT[$v]}/readyz" && smoke "${GW_PORT[$v]}" "$v"; then
+	if wait_http "http://127.0.0.1:${GW_PORT[$v]}/readyz" "${GW_PID[$v]}" && smoke "${GW_PORT[$v]}" "$v"; then
 		GWS+=("$v")
 	else
 		problem "variant $v dropped: gateway not ready or smoke requests failed; last lines of logs/${GW_LOG[$v]}: $(tail -n 5 "$OUT/logs/${GW_LOG[$v]}" | tr '\n' ' ' | cut -c1-600)"
@@ -366,7 +383,11 @@ for r in $(seq 1 "$ROUNDS"); do
 	log "round $r done (order ${order[*]}; load $(load))"
 	echo "round $r: $(uptime)" >>"$OUT/load.txt"
 done
-"$LG" report --json "$OUT/rounds/summary.json" "$OUT/rounds" >"$OUT/rounds/summary.md" || problem "report failed"
+if [ "$ROUNDS" -gt 0 ]; then
+	"$LG" report --json "$OUT/rounds/summary.json" "$OUT/rounds" >"$OUT/rounds/summary.md" || problem "report failed"
+else
+	echo '[]' >"$OUT/rounds/summary.json" && : >"$OUT/rounds/summary.md"
+fi
 
 # ---------------------------------------------------------------- 2. CPU per streamed chunk
 log "CPU per streamed chunk: $CPU_ROUNDS x {ollama vllm} x {nginx ${GWS[*]}} x ($CPU_STREAMS streams x $CPU_TOKENS tokens, and x 10); load $(load)"
@@ -445,6 +466,8 @@ cleanup
 PIDS=()
 echo "uptime at end: $(uptime)" | tee -a "$OUT/machine.txt"
 
+fi # SUMMARY_ONLY
+
 # ---------------------------------------------------------------- summary
 RS=$OUT/rounds/summary.json
 CS=$OUT/cpu/summary.json
@@ -456,11 +479,11 @@ cpum() { # TARGET BACKEND FIELD: median over rounds
 }
 procm() { # SCENARIO TARGET FIELD: median over rounds of .proc.FIELD in rounds/*.json
 	local f
-	for f in "$OUT"/rounds/"$1".$2.r*.json; do [ -s "$f" ] && jq -r ".proc.$3 // empty" "$f"; done | median
+	for f in "$OUT"/rounds/"$1".$2.r*.json; do if [ -s "$f" ]; then jq -r ".proc.$3 // empty" "$f"; fi; done | median
 }
 holdm() { # TARGET JQ: median over hold rounds
 	local f
-	for f in "$OUT"/hold/"$1".r*.json; do [ -s "$f" ] && jq -r "$2 // empty" "$f"; done | median
+	for f in "$OUT"/hold/"$1".r*.json; do if [ -s "$f" ]; then jq -r "$2 // empty" "$f"; fi; done | median
 }
 us() { [ "$1" = null ] && echo "–" || awk -v v="$1" 'BEGIN { s = (v > 0 ? "+" : ""); if (v >= 10000 || v <= -10000) printf "%s%.1f ms", s, v/1000; else printf "%s%d µs", s, v + (v < 0 ? -0.5 : 0.5) }'; }
 abs_us() { [ "$1" = null ] && echo "–" || awk -v v="$1" 'BEGIN { if (v >= 10000) printf "%.1f ms", v/1000; else printf "%d µs", v + 0.5 }'; }
@@ -505,7 +528,7 @@ tax_table() { # BACKEND
 	done; echo
 	printf '| errors (rounds, cpu) |'; for t in "${cols[@]}"; do
 		local e=0 f
-		for f in "$OUT"/rounds/"$p"*."$t".r*.json "$OUT"/cpu/"$t"."$b".*.json; do [ -s "$f" ] && e=$((e + $(jq '[.errors[]] | add // 0' "$f"))); done
+		for f in "$OUT"/rounds/"$p"*."$t".r*.json "$OUT"/cpu/"$t"."$b".*.json; do if [ -s "$f" ]; then e=$((e + $(jq '[.errors[]] | add // 0' "$f"))); fi; done
 		printf ' %s |' "$e"
 	done; echo
 }
@@ -522,7 +545,7 @@ hold_table() {
 		ls "$OUT"/hold/"$t".r*.json >/dev/null 2>&1 || continue
 		local c; c=$(holdm "$t" .proc.cpu_per_chunk_us)
 		printf '| %s | %s / %s | %s | %s | %s | %s | %s | %s µs | %s | %s → %s KiB | %s KiB |\n' "$t" \
-			"$(int "$(holdm "$t" .ok)")" "$HOLD_STREAMS" "$(int "$(holdm "$t" '(.errors | add)')")" "$(int "$(holdm "$t" .hold.stalls)")" \
+			"$(int "$(holdm "$t" .ok)")" "$HOLD_STREAMS" "$(int "$(holdm "$t" '(.errors | add // 0)')")" "$(int "$(holdm "$t" .hold.stalls)")" \
 			"$(abs_us "$(holdm "$t" .hold.gap.p99_us)")" "$(abs_us "$(holdm "$t" .hold.gap.max_us)")" "$(abs_us "$(holdm "$t" .ttft.p99_us)")" \
 			"$(num "$c")" "$(case $t in nginx | direct) echo –;; *) r=$(ratio "$c" "$ng"); [ "$r" = null ] && echo – || echo "${r}×";; esac)" \
 			"$(int "$(holdm "$t" .proc.rss_before_kib)")" "$(int "$(holdm "$t" .proc.rss_peak_kib)")" "$(num "$(holdm "$t" .hold.rss_per_stream_kib)")"
