@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -154,8 +153,7 @@ func backendUnreachable(name string, err error) error {
 	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || isTimeout(err) {
 		return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+name+" did not answer in time", err)
 	}
-	e := apierr.Wrap(canon.ErrBackend, "backend_unreachable", "the backend "+name+" could not be reached", err)
-	return e
+	return apierr.Wrap(canon.ErrBackend, "backend_unreachable", "the backend "+name+" could not be reached", err)
 }
 
 // finish records the outcome, tells the observers, writes the access log
@@ -204,5 +202,3 @@ func (s *Server) logRequest(ex *exchange) {
 
 // logTrunc bounds client-controlled bytes echoed in a message.
 func logTrunc(b []byte) string { return logredact.Truncate(string(b), logredact.MaxEcho) }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

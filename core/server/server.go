@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -142,7 +143,7 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 	// they are logged at debug (the redacting handler removes keys) and
 	// the client gets a classified error from handleTransportError.
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
-		l.log.Debug("http transport", "detail", sprintf(format, args...))
+		l.log.Debug("http transport", "detail", fmt.Sprintf(format, args...))
 	}
 }
 
