@@ -21,7 +21,7 @@ import (
 
 // exchange is the per-request working set, pooled so that steady-state
 // requests reuse every buffer. It belongs to one request at a time: the
-// handler, then (for a stream) the relay goroutine, which returns it.
+// handler, then (for a stream) the relay, which returns it.
 type exchange struct {
 	s     *Server
 	id    string // "chatcmpl-<32 hex>", also X-Request-ID
@@ -76,6 +76,7 @@ type exchange struct {
 	tFirst, aFirst bool
 	backendDone    bool
 	clientGone     bool
+	werr           error // the client write that ended a stream
 }
 
 func newExchange() *exchange {

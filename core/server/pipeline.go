@@ -267,7 +267,12 @@ func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
 	ex.split.Reset()
 	ex.meta = ex.calls.StreamMeta(ex.header(), ex.meta)
 	ex.s.met.streams.Add(1)
-	ctx.SetBodyStreamWriter(ex.relay)
+	if ex.watch.stole {
+		// The watcher consumed a byte of a pipelined request: this
+		// connection cannot serve another one.
+		ctx.SetConnectionClose()
+	}
+	ctx.SetBodyStream(&relayBody{ex: ex}, -1)
 	return errHandedOff
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"log/slog"
@@ -22,17 +21,64 @@ import (
 // streamReadBuf is the size of one read from a backend stream.
 const streamReadBuf = 8 << 10
 
+// relayBody is a stream's response body. fasthttp writes it by calling
+// WriteTo on the connection's own goroutine, after the response headers
+// (fasthttp.BodyWriterTo), where each Write is one HTTP chunk, flushed. So
+// a stream costs no goroutine and no pipe of its own, and each event batch
+// one write syscall and no goroutine hand-off (SetBodyStreamWriter runs the
+// writer on a goroutine of its own behind a pipe: two wake-ups and a copy
+// per chunk, and a goroutine stack per open stream).
+//
+// It is allocated per stream, not kept in the pooled exchange: fasthttp
+// calls Close after WriteTo, when the relay has already given the
+// exchange back.
+type relayBody struct {
+	ex *exchange // nil once the relay or Close has finished it
+}
+
+// errRelayRead: the relay body is written with WriteTo only.
+var errRelayRead = errors.New("server: a stream relay body is written with WriteTo, not read")
+
+func (b *relayBody) Read([]byte) (int, error)  { return 0, errRelayRead }
+func (b *relayBody) SupportsBodyWriteTo() bool { return true }
+
+func (b *relayBody) WriteTo(w io.Writer) (int64, error) {
+	ex := b.ex
+	if ex == nil {
+		return 0, errRelayRead
+	}
+	b.ex = nil
+	return ex.relay(w)
+}
+
+// Close finishes the exchange when fasthttp never wrote the body (the
+// client left before the response could be sent).
+func (b *relayBody) Close() error {
+	if ex := b.ex; ex != nil {
+		b.ex = nil
+		_ = ex.bresp.CloseBodyStream()
+		ex.clientGone = true
+		ex.s.met.streams.Add(-1)
+		ex.s.met.disconnects.Add(1)
+		ex.out.ClientGone, ex.out.Status = true, statusClientClosed
+		ex.s.finish(nil, ex)
+	}
+	return nil
+}
+
 // relay copies a backend stream to the client: frame natively, decode each
 // read's events with the adapter in one call, encode the resulting chunks
-// with the translator in one call, write, flush. It runs on fasthttp's
-// stream-writer goroutine and owns ex until it returns.
+// with the translator in one call, write (one flushed chunk). It runs on
+// the client connection's goroutine (relayBody.WriteTo) and owns ex until
+// it returns; the error is the client write's that ended it, if any.
 //
-// A failed flush means the client went away: the relay stops, and closing
+// A failed write means the client went away: the relay stops, and closing
 // the backend body stream drops the backend connection, which cancels the
 // generation there and frees the slot.
-func (ex *exchange) relay(w *bufio.Writer) {
+func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 	s := ex.s
 	t0 := time.Now()
+	ex.werr = nil
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug must cost this stream, not the process.
@@ -51,6 +97,7 @@ func (ex *exchange) relay(w *bufio.Writer) {
 		}
 		s.met.streams.Add(-1)
 		s.met.chunks.Add(uint64(ex.out.Chunks))
+		n, werr = ex.out.BytesOut, ex.werr
 		ex.out.Stages[outcome.StageRespond] += time.Since(t0)
 		if ex.clientGone {
 			s.met.disconnects.Add(1)
@@ -69,10 +116,10 @@ func (ex *exchange) relay(w *bufio.Writer) {
 	}
 	body := ex.bresp.BodyStream()
 	for !ex.backendDone {
-		n, rerr := body.Read(ex.rbuf)
-		if n > 0 {
+		nr, rerr := body.Read(ex.rbuf)
+		if nr > 0 {
 			ex.list = ex.list[:0]
-			if err := ex.split.Feed(ex.rbuf[:n], ex.emitFn); err != nil {
+			if err := ex.split.Feed(ex.rbuf[:nr], ex.emitFn); err != nil {
 				ex.streamFail(w, apierr.Wrap(canon.ErrBackend, "bad_backend_stream", "the backend stream could not be framed", err))
 				return
 			}
@@ -104,6 +151,7 @@ func (ex *exchange) relay(w *bufio.Writer) {
 	}
 	ex.list = ex.list[:0]
 	ex.step(w, true)
+	return
 }
 
 // step runs one batch of framed events (ex.list) through the adapter and
@@ -113,7 +161,7 @@ func (ex *exchange) relay(w *bufio.Writer) {
 // request's: the request deadline bounds the wait for an answer, and an
 // answering stream lasts as long as the backend keeps sending (bounded
 // by timeouts.stream_idle between reads).
-func (ex *exchange) step(w *bufio.Writer, end bool) bool {
+func (ex *exchange) step(w io.Writer, end bool) bool {
 	flags := uint32(0)
 	if ex.aFirst {
 		flags |= abi.FlagFirst
@@ -177,15 +225,14 @@ func (ex *exchange) noteDecoded() {
 	}
 }
 
-func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
-	if len(p) > 0 {
-		if _, err := w.Write(p); err != nil {
-			ex.clientGone = true
-			return false
-		}
+// write sends p as one chunk (flushed by fasthttp's chunk writer); a
+// failed write means the client went away.
+func (ex *exchange) write(w io.Writer, p []byte) bool {
+	if len(p) == 0 {
+		return true // an empty chunk would end the HTTP body
 	}
-	if err := w.Flush(); err != nil {
-		ex.clientGone = true
+	if _, err := w.Write(p); err != nil {
+		ex.clientGone, ex.werr = true, err
 		return false
 	}
 	return true
@@ -197,7 +244,7 @@ func (ex *exchange) write(w *bufio.Writer, p []byte) bool {
 // no trailer after it, so the client can tell the stream is incomplete.
 // When the translator cannot, a native error framed for the route's
 // stream is sent.
-func (ex *exchange) streamFail(w *bufio.Writer, err error) {
+func (ex *exchange) streamFail(w io.Writer, err error) {
 	s := ex.s
 	e := apierr.Public(err)
 	ex.out.Status, ex.out.ErrorCode = e.Status, e.Code
