@@ -116,8 +116,12 @@ type Metrics struct {
 	// API listener).
 	Listen string `yaml:"listen"`
 	// Key, when set, is required as "Authorization: Bearer <key>" on
-	// /metrics.
+	// /metrics (and on /debug/pprof/).
 	Key string `yaml:"key"`
+	// Pprof serves Go's profiles (/debug/pprof/) on the metrics listener,
+	// behind Key. Off by default; only with Listen, never on the API
+	// listener. What it costs: nothing until a profile is taken.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Duration is a time.Duration written as "30s", "5m".
@@ -270,6 +274,8 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
 			add("metrics.listen: %q is not host:port", c.Metrics.Listen)
 		}
+	} else if c.Metrics.Pprof {
+		add("metrics.pprof: needs metrics.listen (profiles are never served on the API listener)")
 	}
 	for _, d := range []struct {
 		k string

@@ -41,6 +41,7 @@ backends:
 		{"small header limit", "limits: {max_header_bytes: 10}\n", "limits.max_header_bytes"},
 		{"buffered under body", "limits: {max_buffered_body_bytes: 2048}\n", "limits.max_buffered_body_bytes"},
 		{"bad metrics listen", "metrics: {listen: nope}\n", "metrics.listen"},
+		{"pprof without metrics listener", "metrics: {pprof: true}\n", "metrics.pprof"},
 		{"bad url", "backends: [{name: a, engine: vllm, url: 'x'}]\n", "backends[0].url"},
 		{"duplicate name", "backends: [{name: a, engine: vllm, url: 'http://x'}, {name: a, engine: vllm, url: 'http://y'}]\n", "duplicate"},
 		{"negative concurrency", "backends: [{name: a, engine: vllm, url: 'http://x', max_concurrent: -1}]\n", "max_concurrent"},

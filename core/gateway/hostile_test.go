@@ -1149,6 +1149,30 @@ func TestMetricsListener(t *testing.T) {
 	if m := scrape(t, "http://"+addr.String()+"/metrics", ""); !strings.Contains(m, "mindrouter_backend_healthy") {
 		t.Fatalf("metrics listener: %.300s", m)
 	}
+	if r := do(http.DefaultClient, "GET", "http://"+addr.String()+"/debug/pprof/cmdline", "", nil); r.status != 404 {
+		t.Errorf("pprof without metrics.pprof: %d", r.status)
+	}
+}
+
+// TestMetricsPprof: metrics.pprof serves Go's profiles on the metrics
+// listener behind metrics.key, and never on the API listener.
+func TestMetricsPprof(t *testing.T) {
+	_, vurl := fakeVLLM(t, fakellm.Config{})
+	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4),
+		extra: "metrics: {listen: \"127.0.0.1:0\", key: " + metricsKey + ", pprof: true}\n", level: slog.LevelWarn})
+	base := "http://" + gwMetricsAddr(h.gw).String()
+	if r := do(http.DefaultClient, "GET", base+"/debug/pprof/cmdline", "", nil); r.status != 401 {
+		t.Errorf("without key: %d", r.status)
+	}
+	r := do(http.DefaultClient, "GET", base+"/debug/pprof/goroutine?debug=1", metricsKey, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), "goroutine profile") {
+		t.Errorf("with key: %d %.200s", r.status, r.body)
+	}
+	for _, p := range []string{"/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1"} {
+		if r := do(http.DefaultClient, "GET", h.base+p, metricsKey, nil); r.status != 404 {
+			t.Errorf("%s on the API listener: %d", p, r.status)
+		}
+	}
 }
 
 // TestDeadBackend: the models of a dead backend leave /v1/models, /readyz

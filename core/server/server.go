@@ -12,6 +12,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/pprofhandler"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
@@ -285,19 +287,36 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 }
 
 // ServeMetrics answers a Prometheus scrape; with metrics.key set it wants
-// "Authorization: Bearer <key>".
+// "Authorization: Bearer <key>". On the metrics listener with
+// metrics.pprof, /debug/pprof/ serves Go's profiles behind the same key.
 func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
+	if !s.metricsAuthorized(ctx) {
+		return
+	}
+	if bytes.HasPrefix(ctx.Path(), []byte("/debug/pprof/")) {
+		if !s.cfg.Metrics.Pprof || s.cfg.Metrics.Listen == "" {
+			ctx.SetStatusCode(fasthttp.StatusNotFound)
+			return
+		}
+		pprofhandler.PprofHandler(ctx)
+		return
+	}
+	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	s.met.write(ctx, s.reg, s.buffered.Load())
+	s.host.WriteMetrics(ctx)
+}
+
+// metricsAuthorized checks metrics.key, answering 401 when it is wrong.
+func (s *Server) metricsAuthorized(ctx *fasthttp.RequestCtx) bool {
 	if s.metricsKey != nil {
 		got := auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), nil)
 		if subtle.ConstantTimeCompare(got, s.metricsKey) != 1 {
 			ctx.SetStatusCode(fasthttp.StatusUnauthorized)
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			return
+			return false
 		}
 	}
-	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
-	s.met.write(ctx, s.reg, s.buffered.Load())
-	s.host.WriteMetrics(ctx)
+	return true
 }
 
 // expect answers "Expect: 100-continue" only for a known route and a valid
