@@ -122,6 +122,11 @@ func trimSlash(p string) string {
 // URL joins the backend's base URL and path.
 func (b *Backend) URL(path string) string { return b.base + path }
 
+// AppendURL appends URL(path) to dst (the request path: no allocation).
+func (b *Backend) AppendURL(dst []byte, path string) []byte {
+	return append(append(dst, b.base...), path...)
+}
+
 // Status returns the latest discovery snapshot.
 func (b *Backend) Status() *Status { return b.status.Load() }
 

@@ -76,7 +76,8 @@ type exchange struct {
 	tFirst, aFirst bool
 	backendDone    bool
 	clientGone     bool
-	werr           error // the client write that ended a stream
+	werr           error  // the client write that ended a stream
+	uri            []byte // the backend request's URL
 }
 
 func newExchange() *exchange {

@@ -153,7 +153,8 @@ const statusClientClosed = 499
 func (ex *exchange) prepareBackendRequest() {
 	req, r := ex.breq, &ex.breqOut
 	req.Reset()
-	req.SetRequestURI(ex.backend.URL(r.Path))
+	ex.uri = ex.backend.AppendURL(ex.uri[:0], r.Path)
+	req.SetRequestURIBytes(ex.uri)
 	req.Header.SetMethod(r.Method)
 	req.Header.SetContentType(r.ContentType)
 	req.Header.Set("X-Request-ID", ex.id)

@@ -258,21 +258,22 @@ func (p precheck) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 
 // checkModel refuses a model name that is too long or carries control
 // characters; the unescaped name is left in ex.buf.
+var (
+	errModelTooLong = apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
+	errModelControl = apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must not contain control characters")
+)
+
 func checkModel(ex *exchange, v jsonscan.Value) error {
-	tooLong := apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: longer than 256 bytes")
 	if v.End-v.Start > 6*maxModelName+2 { // every byte \u-escaped, plus quotes
-		return tooLong
+		return errModelTooLong
 	}
 	name, err := jsonscan.AppendString(ex.buf[:0], ex.body, v)
 	ex.buf = name
 	if err != nil || jsonscan.HasControl(name) {
-		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must not contain control characters")
+		return errModelControl
 	}
-	if len(name) > maxModelName || len(name) == 0 {
-		if len(name) == 0 {
-			return nil // the translator says "model is required"
-		}
-		return tooLong
+	if len(name) > maxModelName {
+		return errModelTooLong
 	}
 	return nil
 }
