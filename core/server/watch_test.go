@@ -63,10 +63,10 @@ func TestWatcher_ClientCloseCancels(t *testing.T) {
 	client.Close()
 	select {
 	case <-ex.ctx.Done():
-		if d := time.Since(t0); d > 100*time.Millisecond {
+		if d := time.Since(t0); d > time.Second {
 			t.Fatalf("cancelled after %v", d)
 		}
-	case <-time.After(time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("the request's context was not cancelled when the client closed")
 	}
 	ex.watch.stop()
