@@ -361,3 +361,18 @@ func TestOllamaErrors(t *testing.T) {
 		t.Errorf("show unknown: %d %s", code, body)
 	}
 }
+
+// TestOllamaLatestTag: as Ollama does, a name without a tag means its
+// ":latest"; another tag, or the vLLM engine, does not.
+func TestOllamaLatestTag(t *testing.T) {
+	_, url := ollamaServer(t, Config{Models: []string{"microsoft/phi-4:latest", "qwen3:8b"}})
+	for model, want := range map[string]int{
+		"microsoft/phi-4": 200, "microsoft/phi-4:latest": 200, "qwen3:8b": 200,
+		"qwen3": 404, "microsoft/phi-4:14b": 404,
+	} {
+		code, _, body := post(t, url+"/api/chat", `{"model":"`+model+`","stream":false,"messages":[{"role":"user","content":"x"}]}`)
+		if code != want {
+			t.Errorf("%s: %d %s, want %d", model, code, body, want)
+		}
+	}
+}

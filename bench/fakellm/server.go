@@ -91,11 +91,17 @@ func New(cfg Config) (*Server, error) {
 		s.byName[name] = ms
 	}
 	if cfg.Engine == EngineOllama {
+		// Ollama's naming rule: a name without a tag means its ":latest",
+		// both ways ("x" answers to "x:latest", "x:latest" to "x").
 		for _, ms := range s.models {
-			if !strings.Contains(ms.name, ":") {
-				if _, taken := s.byName[ms.name+":latest"]; !taken {
-					s.byName[ms.name+":latest"] = ms
-				}
+			alias := ms.name + ":latest"
+			if short, ok := strings.CutSuffix(ms.name, ":latest"); ok {
+				alias = short
+			} else if strings.Contains(ms.name, ":") {
+				continue
+			}
+			if _, taken := s.byName[alias]; !taken && alias != "" {
+				s.byName[alias] = ms
 			}
 		}
 	}

@@ -56,6 +56,8 @@ type Status struct {
 	Probed   bool // at least one probe round finished
 	Adapter  string
 	Failures int // consecutive failed rounds
+
+	aliases map[string]string // "name" → "name:latest" (Ollama backends); set by publish
 }
 
 func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
@@ -139,7 +141,43 @@ func (b *Backend) SetStatus(st *Status, adapter *pluginhost.Plugin) {
 		st.Models = map[string]canon.DiscoveredModel{}
 	}
 	b.adapter.Store(adapter)
+	b.publish(st)
+}
+
+// publish makes st the backend's status, with its model aliases.
+func (b *Backend) publish(st *Status) {
+	if b.Engine == EngineOllama {
+		st.aliases = latestAliases(st.Models)
+	}
 	b.status.Store(st)
+}
+
+// EngineOllama is the engine name of Ollama backends, whose own naming
+// rule the gateway follows: a model without a tag is its ":latest".
+const EngineOllama = "ollama"
+
+// latestTag is the tag Ollama implies when a name has none.
+const latestTag = ":latest"
+
+// latestAliases maps "name" to "name:latest" for every model listed with
+// the implied tag, unless "name" is itself listed: Ollama serves
+// "name:latest" to a request for "name", so the gateway routes it too.
+func latestAliases(models map[string]canon.DiscoveredModel) map[string]string {
+	var a map[string]string
+	for name := range models {
+		short, ok := strings.CutSuffix(name, latestTag)
+		if !ok || short == "" || strings.HasSuffix(short, "/") {
+			continue
+		}
+		if _, listed := models[short]; listed {
+			continue
+		}
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[short] = name
+	}
+	return a
 }
 
 // Adapter returns the adapter plugin serving this backend's engine, or nil
@@ -277,9 +315,13 @@ func staleConnErr(err error) bool {
 }
 
 // Serves reports whether the backend currently offers model (as far as
-// the last successful discovery knows).
+// the last successful discovery knows), under its own name or, on an
+// Ollama backend, without its ":latest" tag.
 func (s *Status) Serves(model string) bool {
-	_, ok := s.Models[model]
+	if _, ok := s.Models[model]; ok {
+		return true
+	}
+	_, ok := s.aliases[model]
 	return ok
 }
 
@@ -356,6 +398,17 @@ func (r *Registry) Models() canon.ModelList {
 			}
 			if m.ContextLength > e.ContextLength {
 				e.ContextLength = m.ContextLength
+			}
+		}
+	}
+	// "name:latest" answers to "name" too: when both are listed (say a
+	// vLLM backend serves "name" and an Ollama one "name:latest"), the
+	// model is listed once, as "name".
+	for name, m := range seen {
+		if short, ok := strings.CutSuffix(name, latestTag); ok {
+			if e, dup := seen[short]; dup {
+				e.ContextLength = max(e.ContextLength, m.ContextLength)
+				delete(seen, name)
 			}
 		}
 	}

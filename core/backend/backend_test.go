@@ -221,3 +221,77 @@ func TestBackend_AcquireContext(t *testing.T) {
 		t.Fatalf("in flight %d", a.InFlight())
 	}
 }
+
+// TestOllamaLatestAlias: an Ollama backend's "name:latest" answers to
+// "name" (Ollama's own rule), a vLLM backend's does not, a listed "name"
+// is not shadowed, and /v1/models lists the model once.
+func TestOllamaLatestAlias(t *testing.T) {
+	cfg, err := config.Parse([]byte(`backends:
+  - {name: o, engine: ollama, url: "http://127.0.0.1:1", max_concurrent: 2}
+  - {name: v, engine: vllm, url: "http://127.0.0.1:2", max_concurrent: 2}
+`), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := pluginhost.NewNativePlugin("any", func() *sdk.Plugin {
+		return sdk.NewAdapter(sdk.Manifest{Name: "any", Format: "any"}, sdk.Unimplemented{})
+	})
+	o, v := r.byName["o"], r.byName["v"]
+	status := func(models ...string) *Status {
+		st := &Status{Healthy: true, Probed: true, Models: map[string]canon.DiscoveredModel{}}
+		for i, m := range models {
+			st.Models[m] = canon.DiscoveredModel{Name: m, ContextLength: 4096 * (i + 1)}
+		}
+		return st
+	}
+	o.SetStatus(status("microsoft/phi-4:latest", "qwen3:8b", "llama3:latest", "llama3", "odd/:latest"), ad)
+	v.SetStatus(status("only-vllm:latest"), ad)
+	for model, want := range map[string]*Backend{
+		"microsoft/phi-4":        o,
+		"microsoft/phi-4:latest": o,
+		"llama3":                 o, // listed itself
+		"qwen3:8b":               o,
+		"only-vllm:latest":       v,
+	} {
+		if got, err := r.Pick(model); err != nil || got != want {
+			t.Errorf("%s -> %v, %v; want %s", model, got, err, want.Name)
+		}
+	}
+	for _, model := range []string{"qwen3", "qwen3:latest", "only-vllm", "odd/", "microsoft/phi-4:8b"} {
+		if got, err := r.Pick(model); err == nil {
+			t.Errorf("%s -> %s, want 404", model, got.Name)
+		}
+	}
+	ids := func() (l []string) {
+		for _, m := range r.Models().Models {
+			l = append(l, m.ID)
+		}
+		return l
+	}
+	if got, want := strings.Join(ids(), " "), "llama3 microsoft/phi-4:latest odd/:latest only-vllm:latest qwen3:8b"; got != want {
+		t.Errorf("models %q, want %q", got, want)
+	}
+	// A vLLM backend serving "microsoft/phi-4": both names route there,
+	// and the model is listed once, as "microsoft/phi-4", with the larger
+	// context length.
+	v.SetStatus(status("other", "microsoft/phi-4"), ad)
+	var phi canon.Model
+	for _, m := range r.Models().Models {
+		if strings.HasPrefix(m.ID, "microsoft/phi-4") {
+			if phi.ID != "" {
+				t.Fatalf("listed twice: %s and %s", phi.ID, m.ID)
+			}
+			phi = m
+		}
+	}
+	if phi.ID != "microsoft/phi-4" || phi.ContextLength != 8192 {
+		t.Errorf("listed as %+v", phi)
+	}
+	if got, _ := r.Pick("microsoft/phi-4:latest"); got != o {
+		t.Errorf("the tagged name must stay on the Ollama backend, got %v", got)
+	}
+}

@@ -175,7 +175,7 @@ func merge(st *Status, disc *canon.Discovery, status int) {
 }
 
 func (d *Discoverer) publish(b *Backend, prev, next *Status) {
-	b.status.Store(next)
+	b.publish(next)
 	if prev.Healthy != next.Healthy || !prev.Probed {
 		d.log.LogAttrs(context.Background(), slog.LevelInfo, "backend status",
 			slog.String("backend", b.Name), slog.Bool("healthy", next.Healthy),

@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+)
+
+// TestOllamaLatestName: a model an Ollama backend lists as "name:latest"
+// answers to "name" too (Ollama's rule), and /v1/models lists it once.
+// Before, "microsoft/phi-4" was a 404 while the backend served
+// "microsoft/phi-4:latest".
+func TestOllamaLatestName(t *testing.T) {
+	_, ourl := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{"microsoft/phi-4:latest"}})
+	h := startHostile(t, hostileOpts{backends: backendYAML("o", "ollama", ourl, 4), level: slog.LevelWarn})
+	for _, model := range []string{"microsoft/phi-4", "microsoft/phi-4:latest"} {
+		r := do(http.DefaultClient, "POST", h.base+"/v1/chat/completions", adminKey, strings.NewReader(chatJSON(model, false)))
+		if r.status != 200 {
+			t.Errorf("%s: %d %s", model, r.status, r.body)
+			continue
+		}
+		var c struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(r.body, &c); err != nil || c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+			t.Errorf("%s: %s", model, r.body)
+		}
+	}
+	if r := do(http.DefaultClient, "POST", h.base+"/v1/chat/completions", adminKey, strings.NewReader(chatJSON("microsoft/phi-4:14b", false))); r.status != 404 {
+		t.Errorf("another tag: %d %s", r.status, r.body)
+	}
+	r := do(http.DefaultClient, "GET", h.base+"/v1/models", adminKey, nil)
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	if len(list.Data) != 1 || list.Data[0].ID != "microsoft/phi-4:latest" {
+		t.Errorf("models: %s", r.body)
+	}
+}
