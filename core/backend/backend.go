@@ -38,6 +38,7 @@ type Backend struct {
 
 	slots    chan struct{}
 	inflight atomic.Int64
+	waiting  atomic.Int64 // requests waiting for a slot
 	adapter  atomic.Pointer[pluginhost.Plugin]
 	status   atomic.Pointer[Status]
 }
@@ -187,6 +188,9 @@ func (b *Backend) Adapter() *pluginhost.Plugin { return b.adapter.Load() }
 // InFlight is the number of requests holding a slot.
 func (b *Backend) InFlight() int64 { return b.inflight.Load() }
 
+// Waiting is the number of requests waiting for a slot.
+func (b *Backend) Waiting() int64 { return b.waiting.Load() }
+
 // Capacity is max_concurrent.
 func (b *Backend) Capacity() int { return cap(b.slots) }
 
@@ -236,6 +240,8 @@ func (b *Backend) AcquireContext(ctx context.Context, wait time.Duration) error 
 	if wait <= 0 {
 		return ErrQueueTimeout
 	}
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -295,3 +295,31 @@ func TestOllamaLatestAlias(t *testing.T) {
 		t.Errorf("the tagged name must stay on the Ollama backend, got %v", got)
 	}
 }
+
+func TestBackend_Waiting(t *testing.T) {
+	r := testRegistry(t)
+	a := r.byName["a"] // max_concurrent 2
+	for range 2 {
+		if !a.TryAcquire() {
+			t.Fatal("no free slot")
+		}
+	}
+	done := make(chan error)
+	go func() { done <- a.Acquire(10 * time.Second) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Waiting() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting %d, want 1", a.Waiting())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if a.Waiting() != 0 || a.InFlight() != 2 {
+		t.Fatalf("waiting %d, in flight %d", a.Waiting(), a.InFlight())
+	}
+	a.Release()
+	a.Release()
+}

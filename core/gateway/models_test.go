@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 )
@@ -45,5 +46,34 @@ func TestOllamaLatestName(t *testing.T) {
 	}
 	if len(list.Data) != 1 || list.Data[0].ID != "microsoft/phi-4:latest" {
 		t.Errorf("models: %s", r.body)
+	}
+}
+
+// TestStatus: GET /status answers without a key in the reference's shape.
+func TestStatus(t *testing.T) {
+	_, ourl := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{"qwen3:8b"}})
+	h := startHostile(t, hostileOpts{backends: backendYAML("o", "ollama", ourl, 4) +
+		backendYAML("dead", "vllm", "http://127.0.0.1:1", 4), level: slog.LevelError})
+	r := do(http.DefaultClient, "GET", h.base+"/status", "", nil)
+	var st struct {
+		Service   string   `json:"service"`
+		Version   string   `json:"version"`
+		Timestamp int64    `json:"timestamp"`
+		Models    []string `json:"models"`
+		Backends  struct {
+			Total, Healthy int
+		} `json:"backends"`
+		Queue *struct {
+			Waiting  *int64 `json:"waiting"`
+			InFlight *int64 `json:"in_flight"`
+		} `json:"queue"`
+	}
+	if err := json.Unmarshal(r.body, &st); err != nil || r.status != 200 {
+		t.Fatalf("%d %v: %s", r.status, err, r.body)
+	}
+	if st.Service != "mindrouter" || st.Version == "" || st.Timestamp < time.Now().Add(-time.Minute).Unix() ||
+		st.Backends.Total != 2 || st.Backends.Healthy != 1 || strings.Join(st.Models, ",") != "qwen3:8b" ||
+		st.Queue == nil || st.Queue.Waiting == nil || *st.Queue.Waiting != 0 || st.Queue.InFlight == nil {
+		t.Errorf("status: %s", r.body)
 	}
 }

@@ -225,6 +225,9 @@ func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
 	case "/readyz":
 		s.readyz(ctx)
 		return true
+	case "/status":
+		s.status(ctx)
+		return true
 	case "/metrics":
 		if s.cfg.Metrics.Listen != "" {
 			return false // served on its own listener only: 404 here
@@ -237,6 +240,72 @@ func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
 
 // readyz answers {"status":"ready"|"not_ready","checks":{name:"ok"|reason}}
 // (the reference's shape), 503 when any check fails.
+// status answers GET /status in the reference implementation's shape, so
+// its users' probes keep working: {service, version, timestamp,
+// backends{total, healthy}, models[], queue{waiting, in_flight}}. Public,
+// like /healthz: it tells no more than /v1/models and /readyz do.
+func (s *Server) status(ctx *fasthttp.RequestCtx) {
+	var healthy int
+	var waiting, inFlight int64
+	backends := s.reg.Backends()
+	for _, b := range backends {
+		if b.Routable() {
+			healthy++
+		}
+		waiting += b.Waiting()
+		inFlight += b.InFlight()
+	}
+	var w jsonw.W
+	w.Obj()
+	w.Key("service")
+	w.Str("mindrouter")
+	w.Key("version")
+	w.Str(buildVersion())
+	w.Key("timestamp")
+	w.Int(time.Now().Unix())
+	w.Key("backends")
+	w.Obj()
+	w.Key("total")
+	w.Int(int64(len(backends)))
+	w.Key("healthy")
+	w.Int(int64(healthy))
+	w.EndObj()
+	w.Key("models")
+	w.Arr()
+	for _, m := range s.reg.Models().Models {
+		w.Str(m.ID)
+	}
+	w.EndArr()
+	w.Key("queue")
+	w.Obj()
+	w.Key("waiting")
+	w.Int(waiting)
+	w.Key("in_flight")
+	w.Int(inFlight)
+	w.EndObj()
+	w.EndObj()
+	ctx.SetContentType("application/json")
+	ctx.SetBody(w.B)
+}
+
+// buildVersion is the gateway's module version, or "dev" plus the VCS
+// revision for a build from a work tree.
+var buildVersion = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, st := range bi.Settings {
+		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
+			return "dev-" + st.Value[:12]
+		}
+	}
+	return "dev"
+})
+
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	checks := map[string]error{}
 	if !s.ready.Load() {
