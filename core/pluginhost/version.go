@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -252,7 +253,7 @@ func (v *Version) instantiate(ctx context.Context, manifest bool) (*instance, []
 		ctx, cancel = context.WithTimeout(ctx, initTimeout)
 		defer cancel()
 	}
-	ictx := context.WithValue(ctx, sinkKey{}, v.sink)
+	ictx := experimental.WithMemoryAllocator(context.WithValue(ctx, sinkKey{}, v.sink), memAllocator)
 	out := newGuestOutput(v.sink)
 	mod, err := v.mod.rt.InstantiateModule(ictx, v.mod.cm, moduleConfig(&v.cfg, out))
 	if err != nil {

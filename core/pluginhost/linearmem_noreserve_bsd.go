@@ -1,0 +1,5 @@
+//go:build darwin || freebsd
+
+package pluginhost
+
+const mapNoReserve = 0
