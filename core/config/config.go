@@ -119,8 +119,8 @@ type Metrics struct {
 	// /metrics (and on /debug/pprof/).
 	Key string `yaml:"key"`
 	// Pprof serves Go's profiles (/debug/pprof/) on the metrics listener,
-	// behind Key. Off by default; only with Listen, never on the API
-	// listener. What it costs: nothing until a profile is taken.
+	// behind Key. Off by default; only with Listen and Key, never on the
+	// API listener. What it costs: nothing until a profile is taken.
 	Pprof bool `yaml:"pprof"`
 }
 
@@ -276,6 +276,9 @@ func (c *Config) Validate() error {
 		}
 	} else if c.Metrics.Pprof {
 		add("metrics.pprof: needs metrics.listen (profiles are never served on the API listener)")
+	}
+	if c.Metrics.Pprof && c.Metrics.Key == "" {
+		add("metrics.pprof: needs metrics.key (profiles show the process's internals)")
 	}
 	for _, d := range []struct {
 		k string
