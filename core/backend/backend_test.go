@@ -16,10 +16,21 @@ import (
 
 func testRegistry(t *testing.T) *Registry {
 	t.Helper()
-	cfg, err := config.Parse([]byte(`backends:
+	r := newTestRegistry(t, `backends:
   - {name: a, engine: vllm, url: "http://127.0.0.1:1", max_concurrent: 2}
   - {name: b, engine: vllm, url: "http://127.0.0.1:2/", max_concurrent: 4}
-`), ".")
+`)
+	ad := testAdapter()
+	for _, b := range r.Backends() {
+		b.adapter.Store(ad)
+	}
+	return r
+}
+
+// newTestRegistry is the registry of a configuration's backends.
+func newTestRegistry(t *testing.T, yaml string) *Registry {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +38,14 @@ func testRegistry(t *testing.T) *Registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad := pluginhost.NewNativePlugin("vllm", func() *sdk.Plugin {
+	return r
+}
+
+// testAdapter is an adapter plugin that does nothing (routing needs one).
+func testAdapter() *pluginhost.Plugin {
+	return pluginhost.NewNativePlugin("vllm", func() *sdk.Plugin {
 		return sdk.NewAdapter(sdk.Manifest{Name: "vllm", Format: "vllm"}, sdk.Unimplemented{})
 	})
-	for _, b := range r.Backends() {
-		b.adapter.Store(ad)
-	}
-	return r
 }
 
 func setStatus(b *Backend, healthy bool, models ...string) {
@@ -226,20 +238,11 @@ func TestBackend_AcquireContext(t *testing.T) {
 // "name" (Ollama's own rule), a vLLM backend's does not, a listed "name"
 // is not shadowed, and /v1/models lists the model once.
 func TestOllamaLatestAlias(t *testing.T) {
-	cfg, err := config.Parse([]byte(`backends:
+	r := newTestRegistry(t, `backends:
   - {name: o, engine: ollama, url: "http://127.0.0.1:1", max_concurrent: 2}
   - {name: v, engine: vllm, url: "http://127.0.0.1:2", max_concurrent: 2}
-`), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRegistry(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ad := pluginhost.NewNativePlugin("any", func() *sdk.Plugin {
-		return sdk.NewAdapter(sdk.Manifest{Name: "any", Format: "any"}, sdk.Unimplemented{})
-	})
+`)
+	ad := testAdapter()
 	o, v := r.byName["o"], r.byName["v"]
 	status := func(models ...string) *Status {
 		st := &Status{Healthy: true, Probed: true, Models: map[string]canon.DiscoveredModel{}}
