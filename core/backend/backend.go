@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -405,6 +406,7 @@ func (r *Registry) Models() canon.ModelList {
 			if m.ContextLength > e.ContextLength {
 				e.ContextLength = m.ContextLength
 			}
+			e.Backends = append(e.Backends, b.Name)
 		}
 	}
 	// "name:latest" answers to "name" too: when both are listed (say a
@@ -414,16 +416,28 @@ func (r *Registry) Models() canon.ModelList {
 		if short, ok := strings.CutSuffix(name, latestTag); ok {
 			if e, dup := seen[short]; dup {
 				e.ContextLength = max(e.ContextLength, m.ContextLength)
+				e.Backends = mergeNames(e.Backends, m.Backends)
 				delete(seen, name)
 			}
 		}
 	}
 	list := canon.ModelList{Models: make([]canon.Model, 0, len(seen))}
 	for _, m := range seen {
+		slices.Sort(m.Backends)
 		list.Models = append(list.Models, *m)
 	}
 	sort.Slice(list.Models, func(i, j int) bool { return list.Models[i].ID < list.Models[j].ID })
 	return list
+}
+
+// mergeNames appends to a the names of b it lacks.
+func mergeNames(a, b []string) []string {
+	for _, n := range b {
+		if !slices.Contains(a, n) {
+			a = append(a, n)
+		}
+	}
+	return a
 }
 
 // Serving reports whether at least one routable backend (healthy, with an

@@ -291,7 +291,7 @@ func TestOllamaLatestAlias(t *testing.T) {
 			phi = m
 		}
 	}
-	if phi.ID != "microsoft/phi-4" || phi.ContextLength != 8192 {
+	if phi.ID != "microsoft/phi-4" || phi.ContextLength != 8192 || strings.Join(phi.Backends, ",") != "o,v" {
 		t.Errorf("listed as %+v", phi)
 	}
 	if got, _ := r.Pick("microsoft/phi-4:latest"); got != o {

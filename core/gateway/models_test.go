@@ -39,12 +39,15 @@ func TestOllamaLatestName(t *testing.T) {
 	}
 	r := do(http.DefaultClient, "GET", h.base+"/v1/models", adminKey, nil)
 	var list struct {
-		Data []struct{ ID string } `json:"data"`
+		Data []struct {
+			ID       string
+			Backends []string
+		} `json:"data"`
 	}
 	if err := json.Unmarshal(r.body, &list); err != nil {
 		t.Fatalf("%v: %s", err, r.body)
 	}
-	if len(list.Data) != 1 || list.Data[0].ID != "microsoft/phi-4:latest" {
+	if len(list.Data) != 1 || list.Data[0].ID != "microsoft/phi-4:latest" || strings.Join(list.Data[0].Backends, ",") != "o" {
 		t.Errorf("models: %s", r.body)
 	}
 }

@@ -11,7 +11,9 @@ const defaultOwner = "mindrouter"
 
 // EncodeModels writes {"object":"list","data":[{"id","object":"model",
 // "created","owned_by"}]}. A known context window is added as
-// "context_length" (OpenRouter, LM Studio) and "max_model_len" (vLLM).
+// "context_length" (OpenRouter, LM Studio) and "max_model_len" (vLLM), and
+// the backends serving the model as "backends" (the reference
+// implementation's extra field).
 func (t *Translator) EncodeModels(c *sdk.Call, list *canon.ModelList, out *sdk.Output) error {
 	b := append(out.Body, `{"object":"list","data":[`...)
 	for i := range list.Models {
@@ -34,6 +36,16 @@ func (t *Translator) EncodeModels(c *sdk.Call, list *canon.ModelList, out *sdk.O
 			b = jsonw.Int(b, int64(m.ContextLength))
 			b = append(b, `,"max_model_len":`...)
 			b = jsonw.Int(b, int64(m.ContextLength))
+		}
+		if len(m.Backends) > 0 {
+			b = append(b, `,"backends":[`...)
+			for j, name := range m.Backends {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = jsonw.String(b, name)
+			}
+			b = append(b, ']')
 		}
 		b = append(b, '}')
 	}

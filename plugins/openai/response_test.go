@@ -88,6 +88,12 @@ func TestEncodeModels_Golden(t *testing.T) {
 	if err := New().EncodeModels(&sdk.Call{}, &canon.ModelList{}, &out); err != nil || string(out.Body) != `{"object":"list","data":[]}` {
 		t.Errorf("empty list: %s %v", out.Body, err)
 	}
+	out = sdk.Output{}
+	one := canon.ModelList{Models: []canon.Model{{ID: "m", Created: 7, ContextLength: 4096, Backends: []string{"gpu-1", "a \"b\""}}}}
+	want := `{"object":"list","data":[{"id":"m","object":"model","created":7,"owned_by":"mindrouter","context_length":4096,"max_model_len":4096,"backends":["gpu-1","a \"b\""]}]}`
+	if err := New().EncodeModels(&sdk.Call{}, &one, &out); err != nil || string(out.Body) != want {
+		t.Errorf("with backends:\n got %s\nwant %s (%v)", out.Body, want, err)
+	}
 }
 
 func TestEncodeError(t *testing.T) {

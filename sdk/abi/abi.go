@@ -121,10 +121,15 @@ import (
 	"errors"
 )
 
-// ABI version 2.0.
+// ABI version 2.1. A host loads plugins of its major version and of any
+// minor version up to its own.
+//
+//   - 2.1: the canonical model list (models_encode) carries each model's
+//     "backends" (names of the backends serving it). Older plugins ignore
+//     it; older hosts send none.
 const (
 	VersionMajor = 2
-	VersionMinor = 0
+	VersionMinor = 1
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -173,7 +178,9 @@ const (
 	// to the stream as is, so it must be framed the dialect's way (an SSE
 	// event, an NDJSON line).
 	OpErrorEncode Op = 4
-	// OpModelsEncode: payload = canonical model list JSON. Output = body.
+	// OpModelsEncode: payload = canonical model list JSON (each model's
+	// id, owned_by, created, context_length and, since 2.1, backends).
+	// Output = body.
 	OpModelsEncode Op = 5
 )
 

@@ -315,6 +315,9 @@ type Model struct {
 	OwnedBy       string
 	Created       int64
 	ContextLength int
+	// Backends names the backends serving the model now, sorted (added in
+	// ABI 2.1; empty from older hosts).
+	Backends []string
 }
 
 // ModelList is the gateway's model list.

@@ -102,7 +102,7 @@ func roundTripCases() []struct {
 		{"embedding-request", &EmbeddingRequest{Model: "e5", Input: []string{"a", "", "ü"}, Dimensions: 256, EncodingFormat: "base64", User: "u"}, func() codec { return new(EmbeddingRequest) }},
 		{"embedding-response", &EmbeddingResponse{Model: "e5", Vectors: [][]float32{{0.1, -0.2, 1e-7, 3.4e38, 0}, {}, {math.SmallestNonzeroFloat32}}, Usage: &Usage{PromptTokens: 3, TotalTokens: 3}}, func() codec { return new(EmbeddingResponse) }},
 		{"error", &Error{Status: 404, Type: ErrNotFound, Code: "model_not_found", Message: "model \"x\" not found", Param: "model", RequestID: "req-1"}, func() codec { return new(Error) }},
-		{"model-list", &ModelList{Models: []Model{{ID: "a", OwnedBy: "mindrouter", Created: 1, ContextLength: 8192}, {ID: "b"}}}, func() codec { return new(ModelList) }},
+		{"model-list", &ModelList{Models: []Model{{ID: "a", OwnedBy: "mindrouter", Created: 1, ContextLength: 8192, Backends: []string{"gpu-1", "gpu-2"}}, {ID: "b"}}}, func() codec { return new(ModelList) }},
 		{"model-list/empty", &ModelList{}, func() codec { return new(ModelList) }},
 		{"discovery", &Discovery{Healthy: ptr(false), Models: []DiscoveredModel{
 			{Name: "qwen3:8b", Loaded: true, ContextLength: 40960, SizeBytes: 5 << 30, Family: "qwen3", Capabilities: []string{"tools", "thinking"}},

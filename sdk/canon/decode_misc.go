@@ -172,6 +172,8 @@ func (m *Model) decode(d *decoder, i int) error {
 			m.Created, _, err = d.int64(v)
 		case "context_length":
 			m.ContextLength, err = d.int(v)
+		case "backends":
+			m.Backends, err = d.strings(v)
 		}
 		if err != nil {
 			return d.field(j, err)

@@ -347,6 +347,7 @@ func (x *ModelList) AppendJSON(dst []byte) []byte {
 		b = str(b, "owned_by", m.OwnedBy)
 		b = num(b, "created", m.Created)
 		b = num(b, "context_length", int64(m.ContextLength))
+		b = strs(b, "backends", m.Backends)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
