@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,7 +45,8 @@ func TestNew_Refuses(t *testing.T) {
 		pc   PluginConfig
 		want string
 	}{
-		{"abi2", plugin("x", "abi2", "translator", ModeTrusted), "plugin speaks ABI 3.0, host speaks 2.0"},
+		{"abi2", plugin("x", "abi2", "translator", ModeTrusted),
+			fmt.Sprintf("plugin speaks ABI 3.0, host speaks %d.%d", abi.VersionMajor, abi.VersionMinor)},
 		{"noexport", plugin("x", "noexport", "translator", ModeTrusted), `missing export "mr_call"`},
 		{"fsimport", plugin("x", "fsimport", "translator", ModeTrusted), "forbidden import wasi_snapshot_preview1.path_open"},
 		{"kind", plugin("x", "good", "adapter", ModeTrusted), `kind "translator", plugins.yaml says "adapter"`},
