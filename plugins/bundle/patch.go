@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fastjson/fastfloat"
 
+	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -145,21 +146,8 @@ func metaOK(c *sdk.Call) (id, model, created []byte, ok bool) {
 	id, _ = c.MetaBytes(abi.MetaID)
 	model, _ = c.MetaBytes(abi.MetaModel)
 	created, _ = c.MetaBytes(abi.MetaCreated)
-	if len(id) == 0 || len(model) == 0 || !isDigits(created) {
+	if len(id) == 0 || len(model) == 0 || !openai.ValidCreated(created) {
 		return nil, nil, nil, false
 	}
 	return id, model, created, true
-}
-
-// isDigits is openai's: a JSON-safe unsigned integer that fits an int64.
-func isDigits(b []byte) bool {
-	if len(b) == 0 || len(b) > 18 || len(b) > 1 && b[0] == '0' {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

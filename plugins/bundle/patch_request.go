@@ -509,19 +509,8 @@ func (p *openaiVLLM) thinking(r *reqState) (span, bool) {
 		return s.lit("false", kFalse)
 	}
 	a := s.i
-	if !s.open('{') {
-		return span{}, false
-	}
 	var typ, budget span
-	for more, ok := s.first('}'), true; more; {
-		k, kok := s.key()
-		if !kok {
-			return span{}, false
-		}
-		v, vok := s.value()
-		if !vok {
-			return span{}, false
-		}
+	if !s.object(func(k []byte) bool {
 		var dst *span
 		switch string(k) {
 		case "type":
@@ -529,15 +518,10 @@ func (p *openaiVLLM) thinking(r *reqState) (span, bool) {
 		case "budget_tokens":
 			dst = &budget
 		}
-		if dst != nil {
-			if dst.kind != kNone {
-				return span{}, false
-			}
-			*dst = v
-		}
-		if more, ok = s.next('}'); !ok {
-			return span{}, false
-		}
+		v, ok := s.value()
+		return ok && (dst == nil || field(dst, v))
+	}) {
+		return span{}, false
 	}
 	t := canon.ThinkUnset
 	if !budget.null() {
@@ -571,19 +555,8 @@ func (p *openaiVLLM) templateKwargs(r *reqState) (span, bool) {
 		return s.lit("null", kNull)
 	}
 	a := s.i
-	if !s.open('{') {
-		return span{}, false
-	}
 	var en, th span
-	for more, ok := s.first('}'), true; more; {
-		k, kok := s.key()
-		if !kok {
-			return span{}, false
-		}
-		v, vok := s.value()
-		if !vok {
-			return span{}, false
-		}
+	if !s.object(func(k []byte) bool {
 		var dst *span
 		switch string(k) {
 		case "enable_thinking":
@@ -591,15 +564,10 @@ func (p *openaiVLLM) templateKwargs(r *reqState) (span, bool) {
 		case "thinking":
 			dst = &th
 		}
-		if dst != nil {
-			if dst.kind != kNone {
-				return span{}, false
-			}
-			*dst = v
-		}
-		if more, ok = s.next('}'); !ok {
-			return span{}, false
-		}
+		v, ok := s.value()
+		return ok && (dst == nil || field(dst, v))
+	}) {
+		return span{}, false
 	}
 	t := canon.ThinkUnset
 	for _, v := range [...]span{en, th} {

@@ -25,7 +25,7 @@ func (h *header) read(c *sdk.Call, id, model string, created int64) {
 	h.id, _ = c.MetaBytes(abi.MetaID)
 	h.model, _ = c.MetaBytes(abi.MetaModel)
 	h.created, _ = c.MetaBytes(abi.MetaCreated)
-	if !isDigits(h.created) {
+	if !ValidCreated(h.created) {
 		h.created = nil
 	}
 	h.idS, h.modelS, h.createdN = id, model, created
@@ -37,9 +37,10 @@ func (h *header) fallback(id, model string, created int64) {
 	h.idS, h.modelS, h.createdN = id, model, created
 }
 
-// isDigits reports whether b is a JSON-safe unsigned integer (no sign, no
-// leading zero) that fits an int64.
-func isDigits(b []byte) bool {
+// ValidCreated reports whether b, the host's created meta, is a JSON-safe
+// unsigned integer (no sign, no leading zero) that fits an int64, so it
+// can be copied into a response as it is.
+func ValidCreated(b []byte) bool {
 	if len(b) == 0 || len(b) > 18 || len(b) > 1 && b[0] == '0' {
 		return false
 	}
