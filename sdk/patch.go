@@ -124,11 +124,7 @@ func (p *Plugin) patchRequest(pt Patch, c *Call, payload []byte) bool {
 		p.out.Body, p.out.meta = p.out.Body[:0], p.out.meta[:0]
 		return false
 	}
-	// request_decode's meta, then the adapter's, as the fused op writes them.
-	p.ameta = append(p.ameta[:0], p.out.meta...)
-	p.out.meta = p.out.meta[:0]
-	p.requestMeta()
-	p.out.meta = append(p.out.meta, p.ameta...)
+	p.patchMeta(nil)
 	return true
 }
 
@@ -140,10 +136,7 @@ func (p *Plugin) patchResponse(pt Patch, c *Call, payload []byte) bool {
 		p.out.Body, p.out.meta = p.out.Body[:0], p.out.meta[:0]
 		return false
 	}
-	p.ameta = append(p.ameta[:0], p.out.meta...)
-	p.out.meta = p.out.meta[:0]
-	p.reportMeta(r)
-	p.out.meta = append(p.out.meta, p.ameta...)
+	p.patchMeta(r)
 	return true
 }
 
@@ -161,18 +154,25 @@ func (p *Plugin) patchStream(pt Patch, c *Call, fs *fusedState, events [][]byte,
 		c.done = false
 		return false
 	}
-	p.ameta = append(p.ameta[:0], p.out.meta...)
-	p.out.meta = p.out.meta[:0]
-	p.reportMeta(r)
-	p.out.meta = append(p.out.meta, p.ameta...)
+	p.patchMeta(r)
 	*started = st.Started
 	return true
 }
 
-func (p *Plugin) reportMeta(r *PatchReport) {
-	var u *canon.Usage
-	if r.HasUsage {
-		u = &r.Usage
+// patchMeta puts, before the meta the patch wrote, what the host learns
+// from the call, as the fused op writes them: for a request (r nil) its
+// routing fields, for a response or stream batch the usage and finish
+// reason the patch reported.
+func (p *Plugin) patchMeta(r *PatchReport) {
+	p.ameta = append(p.ameta[:0], p.out.meta...)
+	p.out.meta = p.out.meta[:0]
+	switch {
+	case r == nil:
+		p.requestMeta()
+	case r.HasUsage:
+		p.usageMeta(&r.Usage, r.FinishReason)
+	default:
+		p.usageMeta(nil, r.FinishReason)
 	}
-	p.usageMeta(u, r.FinishReason)
+	p.out.meta = append(p.out.meta, p.ameta...)
 }
