@@ -403,9 +403,7 @@ func (r *Registry) Models() canon.ModelList {
 				e = &canon.Model{ID: name, OwnedBy: "mindrouter"}
 				seen[name] = e
 			}
-			if m.ContextLength > e.ContextLength {
-				e.ContextLength = m.ContextLength
-			}
+			mergeDiscovered(e, &m)
 			e.Backends = append(e.Backends, b.Name)
 		}
 	}
@@ -417,6 +415,12 @@ func (r *Registry) Models() canon.ModelList {
 			if e, dup := seen[short]; dup {
 				e.ContextLength = max(e.ContextLength, m.ContextLength)
 				e.Backends = mergeNames(e.Backends, m.Backends)
+				e.Capabilities = mergeNames(e.Capabilities, m.Capabilities)
+				e.Loaded = e.Loaded || m.Loaded
+				e.SizeBytes = max(e.SizeBytes, m.SizeBytes)
+				if e.Family == "" {
+					e.Family = m.Family
+				}
 				delete(seen, name)
 			}
 		}
@@ -424,10 +428,24 @@ func (r *Registry) Models() canon.ModelList {
 	list := canon.ModelList{Models: make([]canon.Model, 0, len(seen))}
 	for _, m := range seen {
 		slices.Sort(m.Backends)
+		slices.Sort(m.Capabilities)
 		list.Models = append(list.Models, *m)
 	}
 	sort.Slice(list.Models, func(i, j int) bool { return list.Models[i].ID < list.Models[j].ID })
 	return list
+}
+
+// mergeDiscovered folds what one backend discovered about a model into
+// the gateway's entry: the largest context and size, any backend having it
+// loaded, the first family, the union of capabilities.
+func mergeDiscovered(e *canon.Model, m *canon.DiscoveredModel) {
+	e.ContextLength = max(e.ContextLength, m.ContextLength)
+	e.SizeBytes = max(e.SizeBytes, m.SizeBytes)
+	e.Loaded = e.Loaded || m.Loaded
+	if e.Family == "" {
+		e.Family = m.Family
+	}
+	e.Capabilities = mergeNames(e.Capabilities, m.Capabilities)
 }
 
 // mergeNames appends to a the names of b it lacks.

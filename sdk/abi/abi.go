@@ -47,7 +47,9 @@
 //	            stream_encode, error_encode             stream_decode, error_decode
 //	            (or the fused ops when both are in one module)
 //	models      models_encode, error_encode             — (the host lists discovered models)
-//	completion, embedding, rerank, score, tokenize, responses
+//	embedding   embed_request_decode,                   embed_request_encode,
+//	            embed_response_encode, error_encode     embed_response_decode, error_decode
+//	completion, rerank, score, tokenize, responses
 //	            reserved; their ops arrive with later minor versions as
 //	            optional SDK interfaces, so existing plugins keep working.
 //	            A route of a kind the host does not serve answers 404.
@@ -121,15 +123,22 @@ import (
 	"errors"
 )
 
-// ABI version 2.1. A host loads plugins of its major version and of any
+// ABI version 2.2. A host loads plugins of its major version and of any
 // minor version up to its own.
 //
 //   - 2.1: the canonical model list (models_encode) carries each model's
 //     "backends" (names of the backends serving it). Older plugins ignore
 //     it; older hosts send none.
+//   - 2.2: embedding ops (OpEmbedRequestDecode, OpEmbedResponseEncode,
+//     OpEmbedRequestEncode, OpEmbedResponseDecode) for routes of kind
+//     "embedding"; the canonical model list carries loaded, size_bytes,
+//     family and capabilities; a models route that declares a routing
+//     model field (sdk.Route.Routing.Model) is a one-model route: the host
+//     reads the body, answers 404 for an unknown model, and passes
+//     MetaModel with a list holding that model only.
 const (
 	VersionMajor = 2
-	VersionMinor = 1
+	VersionMinor = 2
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -179,9 +188,17 @@ const (
 	// event, an NDJSON line).
 	OpErrorEncode Op = 4
 	// OpModelsEncode: payload = canonical model list JSON (each model's
-	// id, owned_by, created, context_length and, since 2.1, backends).
+	// id, owned_by, created, context_length and, since 2.1, backends;
+	// since 2.2 loaded, size_bytes, family, capabilities). With meta
+	// MetaModel (2.2, a one-model route) the list holds that model only.
 	// Output = body.
 	OpModelsEncode Op = 5
+	// OpEmbedRequestDecode (2.2): payload = client embedding request body.
+	// Output = canonical embedding request JSON; output meta MetaModel.
+	OpEmbedRequestDecode Op = 6
+	// OpEmbedResponseEncode (2.2): payload = canonical embedding response
+	// JSON; meta MetaModel, MetaCreated. Output = client response body.
+	OpEmbedResponseEncode Op = 7
 )
 
 // Adapter ops.
@@ -210,6 +227,15 @@ const (
 	// MetaStatus = its HTTP status; payload = the probe's response body.
 	// Output = canonical discovery JSON.
 	OpProbeDecode Op = 20
+	// OpEmbedRequestEncode (2.2): payload = canonical embedding request
+	// JSON. Output = backend request body; output meta MetaMethod,
+	// MetaPath, MetaContentType. StatusUnsupported: the engine cannot
+	// embed (the host answers the client 400).
+	OpEmbedRequestEncode Op = 21
+	// OpEmbedResponseDecode (2.2): payload = backend response body.
+	// Output = canonical embedding response JSON; output meta
+	// MetaPromptTokens when the backend counted them.
+	OpEmbedResponseDecode Op = 22
 )
 
 // Fused ops: a translator and an adapter of the same module in one call.
@@ -248,6 +274,14 @@ func (o Op) String() string {
 		return "error_encode"
 	case OpModelsEncode:
 		return "models_encode"
+	case OpEmbedRequestDecode:
+		return "embed_request_decode"
+	case OpEmbedResponseEncode:
+		return "embed_response_encode"
+	case OpEmbedRequestEncode:
+		return "embed_request_encode"
+	case OpEmbedResponseDecode:
+		return "embed_response_decode"
 	case OpRequestEncode:
 		return "request_encode"
 	case OpResponseDecode:

@@ -318,7 +318,25 @@ type Model struct {
 	// Backends names the backends serving the model now, sorted (added in
 	// ABI 2.1; empty from older hosts).
 	Backends []string
+	// Since ABI 2.2, from discovery (the union over the model's backends):
+	// whether any backend has it in GPU memory now, its size on disk, its
+	// family, and its capabilities (Cap* names, sorted).
+	Loaded       bool
+	SizeBytes    int64
+	Family       string
+	Capabilities []string
 }
+
+// Capability names a discovered model may report (DiscoveredModel and
+// Model Capabilities). Adapters map their engine's words to these.
+const (
+	CapCompletion = "completion" // chat and text generation
+	CapVision     = "vision"     // image input
+	CapTools      = "tools"
+	CapThinking   = "thinking"
+	CapEmbedding  = "embedding"
+	CapStructured = "structured_output" // JSON object / schema constrained output
+)
 
 // ModelList is the gateway's model list.
 type ModelList struct {

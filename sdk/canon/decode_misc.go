@@ -174,6 +174,14 @@ func (m *Model) decode(d *decoder, i int) error {
 			m.ContextLength, err = d.int(v)
 		case "backends":
 			m.Backends, err = d.strings(v)
+		case "loaded":
+			m.Loaded, err = d.boolean(v)
+		case "size_bytes":
+			m.SizeBytes, _, err = d.int64(v)
+		case "family":
+			m.Family, err = d.str(v)
+		case "capabilities":
+			m.Capabilities, err = d.strings(v)
 		}
 		if err != nil {
 			return d.field(j, err)

@@ -348,6 +348,10 @@ func (x *ModelList) AppendJSON(dst []byte) []byte {
 		b = num(b, "created", m.Created)
 		b = num(b, "context_length", int64(m.ContextLength))
 		b = strs(b, "backends", m.Backends)
+		b = flag(b, "loaded", m.Loaded)
+		b = num(b, "size_bytes", m.SizeBytes)
+		b = str(b, "family", m.Family)
+		b = strs(b, "capabilities", m.Capabilities)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

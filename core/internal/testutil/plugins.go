@@ -16,6 +16,8 @@ import (
 // Plugins are the first-party plugins, in plugins.yaml order.
 var Plugins = []struct{ Name, Kind string }{
 	{"openai", "translator"},
+	{"anthropic", "translator"},
+	{"ollamaapi", "translator"},
 	{"vllm", "adapter"},
 	{"ollama", "adapter"},
 }

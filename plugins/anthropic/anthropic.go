@@ -1,0 +1,51 @@
+// Package anthropic is MindRouter's translator for the Anthropic Messages
+// API: /v1/messages (and /anthropic/v1/messages) requests into the
+// canonical schema, and canonical responses, stream chunks, errors and
+// model lists back into the bytes the official Anthropic SDKs expect.
+//
+// One Translator value serves one call at a time (the SDK guarantees it);
+// per-stream state lives in the host-owned state blob, never in the value.
+package anthropic
+
+import (
+	"github.com/mindrouter/mindrouter/sdk"
+)
+
+// Route names served by this translator (meta "route").
+const (
+	RouteMessages         = "messages"
+	RouteMessagesPrefixed = "messages-anthropic"
+	RouteModels           = "models"
+)
+
+const stateVersion = 1
+
+// Manifest describes the plugin to the host.
+func Manifest() sdk.Manifest {
+	routing := &sdk.Routing{Model: "model", Stream: "stream", MaxTokens: []string{"max_tokens"}}
+	return sdk.Manifest{
+		Name:    "anthropic",
+		Version: "0.1.0",
+		Kind:    sdk.KindTranslator,
+		Format:  "anthropic",
+		Routes: []sdk.Route{
+			{Name: RouteMessages, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/messages",
+				StreamContentType: "text/event-stream", Routing: routing},
+			{Name: RouteMessagesPrefixed, Kind: sdk.EndpointChat, Method: "POST", Path: "/anthropic/v1/messages",
+				StreamContentType: "text/event-stream", Routing: routing},
+			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/anthropic/v1/models"},
+		},
+		StateVersion: stateVersion,
+	}
+}
+
+// Translator implements sdk.Translator for the Anthropic Messages dialect.
+// It is not safe for concurrent use.
+type Translator struct {
+	sdk.Unimplemented
+}
+
+// New returns a Translator.
+func New() *Translator { return &Translator{} }
+
+var _ sdk.Translator = (*Translator)(nil)
