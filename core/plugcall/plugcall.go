@@ -230,8 +230,13 @@ func (c *Calls) DecodeError(ctx context.Context, a *pluginhost.Version, status i
 }
 
 // EncodeModels runs the translator's models_encode op.
-func (c *Calls) EncodeModels(ctx context.Context, t *pluginhost.Version, list []byte, e *Encoded) error {
-	if err := t.Call(ctx, abi.OpModelsEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.routeMeta(), Payload: list}, &c.t); err != nil {
+func (c *Calls) EncodeModels(ctx context.Context, t *pluginhost.Version, model string, list []byte, e *Encoded) error {
+	m := c.routeMeta()
+	if model != "" { // a one-model route (ABI 2.2): list holds that model
+		m = abi.AppendMeta(m, abi.MetaModel, model)
+		c.meta = m
+	}
+	if err := t.Call(ctx, abi.OpModelsEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: list}, &c.t); err != nil {
 		return err
 	}
 	e.Body, e.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -284,14 +285,52 @@ func (models) stage() outcome.Stage { return outcome.StageRespond }
 
 func (models) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	list := ex.s.reg.Models()
+	one := ""
+	if ex.route.oneModel() {
+		m, err := pickModel(ex, &list)
+		if err != nil {
+			return err
+		}
+		one = m
+	}
 	ex.buf = list.AppendJSON(ex.buf[:0])
 	if err := ex.pinTranslator(); err != nil {
 		return err
 	}
-	if err := ex.calls.EncodeModels(ex.ctx, ex.tver, ex.buf, &ex.enc); err != nil {
+	if err := ex.calls.EncodeModels(ex.ctx, ex.tver, one, ex.buf, &ex.enc); err != nil {
 		return pluginFailure(err)
 	}
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
 	ctx.SetBody(ex.enc.Body)
 	return nil
+}
+
+// oneModel reports whether a models route is about one model (Ollama's
+// POST /api/show): it declares a routing model field (ABI 2.2).
+func (rt *route) oneModel() bool {
+	return rt.r.Routing != nil && rt.r.Routing.Model != ""
+}
+
+// pickModel narrows list to the model the request body names (read and
+// pre-checked by the stages before), answering 400 without a model and 404
+// for one no backend serves. "name" and "name:latest" are the same model,
+// as everywhere else.
+func pickModel(ex *exchange, list *canon.ModelList) (string, error) {
+	name := ex.req.Model
+	if name == "" {
+		if len(ex.buf) > 0 { // the pre-check found a string but no other routing field parsed
+			name = string(ex.buf)
+		} else {
+			return "", apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required")
+		}
+	}
+	ex.out.Model = name
+	short := strings.TrimSuffix(name, ":latest")
+	for i := range list.Models {
+		if id := list.Models[i].ID; id == name || id == short || strings.TrimSuffix(id, ":latest") == short {
+			list.Models = list.Models[i : i+1]
+			return name, nil
+		}
+	}
+	return "", apierr.New(canon.ErrNotFound, "model_not_found", "model "+strconv.Quote(name)+" not found")
 }

@@ -38,7 +38,9 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, admit{s.admitter},
 			attempt{s, maxAttempts}, respond{}},
-		sdk.EndpointModels: {authn, models{}},
+		// A one-model route (POST /api/show) reads and pre-checks its
+		// body for the model field; a list route has no body to read.
+		sdk.EndpointModels: {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},
 	}
 }
 
@@ -404,4 +406,16 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	ex.lease, ex.backend = l, l.Backend()
 	ex.out.Backend = ex.backend.Name
 	return nil
+}
+
+// modelBody runs a body stage only for a one-model route.
+type modelBody struct{ s stage }
+
+func (m modelBody) stage() outcome.Stage { return m.s.stage() }
+
+func (m modelBody) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	if !ex.route.oneModel() {
+		return nil
+	}
+	return m.s.run(ctx, ex)
 }

@@ -81,8 +81,18 @@ func TestEncodeModels_Golden(t *testing.T) {
 		Object string      `json:"object"`
 		Data   []oai.Model `json:"data"`
 	}
-	if err := json.Unmarshal(r.Payload, &list); err != nil || list.Object != "list" || len(list.Data) != 3 || list.Data[2].ID != "weird \"name\"\u2028" {
+	if err := json.Unmarshal(r.Payload, &list); err != nil || list.Object != "list" || len(list.Data) != 4 || list.Data[2].ID != "weird \"name\"\u2028" {
 		t.Errorf("decoded %+v, %v", list, err)
+	}
+	// Capabilities are written only for a model discovery described.
+	var caps struct {
+		Data []struct {
+			Capabilities *map[string]bool `json:"capabilities"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(r.Payload, &caps); err != nil || caps.Data[0].Capabilities != nil ||
+		caps.Data[3].Capabilities == nil || !(*caps.Data[3].Capabilities)["multimodal"] || (*caps.Data[3].Capabilities)["tools"] {
+		t.Errorf("capabilities: %s %v", r.Payload, err)
 	}
 	var out sdk.Output
 	if err := New().EncodeModels(&sdk.Call{}, &canon.ModelList{}, &out); err != nil || string(out.Body) != `{"object":"list","data":[]}` {
