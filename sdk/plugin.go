@@ -40,6 +40,8 @@ type Plugin struct {
 	cerr    canon.Error
 	models  canon.ModelList
 	disc    canon.Discovery
+	ereq    canon.EmbeddingRequest
+	eresp   canon.EmbeddingResponse
 	chunks  []canon.ChatChunk
 	events  [][]byte
 	list    []byte
@@ -130,12 +132,12 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	switch {
 	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
 		err = p.dispatchFused(op, &h, state, meta, payload)
-	case op >= abi.OpRequestEncode && op <= abi.OpProbeDecode:
+	case op >= abi.OpRequestEncode && op <= abi.OpEmbedResponseDecode:
 		var a Adapter
 		if a, err = p.adapter(op, h.Adapter); err == nil {
 			err = p.dispatchAdapter(a, op, payload)
 		}
-	case op >= abi.OpRequestDecode && op <= abi.OpModelsEncode:
+	case op >= abi.OpRequestDecode && op <= abi.OpEmbedResponseEncode:
 		var t Translator
 		if t, err = p.translator(op, h.Translator); err == nil {
 			err = p.dispatchTranslator(t, op, payload)
@@ -189,6 +191,12 @@ func (p *Plugin) dispatchTranslator(t Translator, op abi.Op, payload []byte) err
 			return BadInput(err.Error())
 		}
 		return t.EncodeModels(c, &p.models, &p.out)
+	case abi.OpEmbedRequestDecode, abi.OpEmbedResponseEncode:
+		et, ok := t.(EmbeddingTranslator)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchEmbedTranslator(et, c, op, payload)
 	default:
 		return ErrUnsupported
 	}
@@ -236,6 +244,12 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 			return err
 		}
 		p.out.Body = p.disc.AppendJSON(p.out.Body)
+	case abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode:
+		ea, ok := a.(EmbeddingAdapter)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchEmbedAdapter(ea, c, op, payload)
 	default:
 		return ErrUnsupported
 	}

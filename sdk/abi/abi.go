@@ -131,7 +131,8 @@ import (
 //     it; older hosts send none.
 //   - 2.2: embedding ops (OpEmbedRequestDecode, OpEmbedResponseEncode,
 //     OpEmbedRequestEncode, OpEmbedResponseDecode) for routes of kind
-//     "embedding"; the canonical model list carries loaded, size_bytes,
+//     "embedding", with MetaEncodingFormat carrying the client's vector
+//     encoding from the request decode to the response encode; the canonical model list carries loaded, size_bytes,
 //     family and capabilities; a models route that declares a routing
 //     model field (sdk.Route.Routing.Model) is a one-model route: the host
 //     reads the body, answers 404 for an unknown model, and passes
@@ -193,11 +194,18 @@ const (
 	// MetaModel (2.2, a one-model route) the list holds that model only.
 	// Output = body.
 	OpModelsEncode Op = 5
-	// OpEmbedRequestDecode (2.2): payload = client embedding request body.
-	// Output = canonical embedding request JSON; output meta MetaModel.
+	// OpEmbedRequestDecode (2.2): payload = client embedding request body;
+	// meta MetaRoute, MetaKind. Output = canonical embedding request JSON;
+	// output meta MetaModel, and MetaEncodingFormat when the client chose
+	// an encoding of the vectors (the SDK sets both from the request).
 	OpEmbedRequestDecode Op = 6
 	// OpEmbedResponseEncode (2.2): payload = canonical embedding response
-	// JSON; meta MetaModel, MetaCreated. Output = client response body.
+	// JSON (vectors as numbers, whatever the client asked for); meta
+	// MetaRoute, MetaKind, MetaID, MetaModel, MetaCreated, and
+	// MetaEncodingFormat as embed_request_decode reported it: the host
+	// keeps the request's choice and hands it back here, so the translator
+	// writes the vectors in the encoding its client asked for without the
+	// canonical response carrying it. Output = client response body.
 	OpEmbedResponseEncode Op = 7
 )
 
@@ -230,11 +238,15 @@ const (
 	// OpEmbedRequestEncode (2.2): payload = canonical embedding request
 	// JSON. Output = backend request body; output meta MetaMethod,
 	// MetaPath, MetaContentType. StatusUnsupported: the engine cannot
-	// embed (the host answers the client 400).
+	// embed (the host answers the client 400). The adapter asks its
+	// backend for whatever encoding it reads best: the client's encoding
+	// is the translator's business (OpEmbedResponseEncode).
 	OpEmbedRequestEncode Op = 21
 	// OpEmbedResponseDecode (2.2): payload = backend response body.
 	// Output = canonical embedding response JSON; output meta
-	// MetaPromptTokens when the backend counted them.
+	// MetaPromptTokens when the backend counted them (set by the SDK from
+	// the response's usage). Backend errors go to OpErrorDecode as for
+	// chat.
 	OpEmbedResponseDecode Op = 22
 )
 
@@ -482,6 +494,11 @@ const (
 	MetaReasoningTokens  = "reasoning_tokens"
 	MetaCachedTokens     = "cached_tokens"
 	MetaFinishReason     = "finish_reason" // out, response/stream decode: canonical finish reason
+	// MetaEncodingFormat (2.2): out, embed_request_decode; in,
+	// embed_response_encode: the client's vector encoding as the
+	// translator names it in canon.EmbeddingRequest.EncodingFormat
+	// ("float", "base64"); absent when the client chose none.
+	MetaEncodingFormat = "encoding_format"
 )
 
 // AppendMeta appends one key/value pair.
