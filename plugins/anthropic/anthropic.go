@@ -5,9 +5,13 @@
 //
 // One Translator value serves one call at a time (the SDK guarantees it);
 // per-stream state lives in the host-owned state blob, never in the value.
+// JSON is read with a reused fastjson.Parser and written with sdk/jsonw, so
+// nothing on the hot path uses reflection.
 package anthropic
 
 import (
+	"github.com/valyala/fastjson"
+
 	"github.com/mindrouter/mindrouter/sdk"
 )
 
@@ -18,10 +22,9 @@ const (
 	RouteModels           = "models"
 )
 
-const stateVersion = 1
-
 // Manifest describes the plugin to the host.
 func Manifest() sdk.Manifest {
+	// Anthropic has no stream_options: usage is always in the stream.
 	routing := &sdk.Routing{Model: "model", Stream: "stream", MaxTokens: []string{"max_tokens"}}
 	return sdk.Manifest{
 		Name:    "anthropic",
@@ -40,9 +43,12 @@ func Manifest() sdk.Manifest {
 }
 
 // Translator implements sdk.Translator for the Anthropic Messages dialect.
-// It is not safe for concurrent use.
+// It is not safe for concurrent use; the scratch buffers it holds are
+// reused from call to call and carry no stream state.
 type Translator struct {
-	sdk.Unimplemented
+	p   fastjson.Parser
+	buf []byte          // scratch for one event's JSON
+	st  sdk.StateWriter // scratch for the state blob
 }
 
 // New returns a Translator.

@@ -1,0 +1,94 @@
+package anthropic
+
+import (
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// errorStyle is how Anthropic names one canonical error type: its
+// error.type and a message for an empty one.
+type errorStyle struct{ typ, message string }
+
+// styleOf maps canonical error types to Anthropic's
+// (https://docs.claude.com/en/api/errors; timeout_error is in the SDKs'
+// list of error types). The SDKs pick their error class from the HTTP
+// status; error.type is what applications match on.
+func styleOf(t canon.ErrorType, status int) errorStyle {
+	switch t {
+	case canon.ErrInvalidRequest:
+		return errorStyle{"invalid_request_error", "invalid request"}
+	case canon.ErrAuthentication:
+		return errorStyle{"authentication_error", "invalid x-api-key"}
+	case canon.ErrPermission:
+		return errorStyle{"permission_error", "permission denied"}
+	case canon.ErrNotFound:
+		return errorStyle{"not_found_error", "not found"}
+	case canon.ErrRequestTooLarge:
+		return errorStyle{"request_too_large", "request exceeds the maximum allowed number of bytes"}
+	case canon.ErrRateLimit:
+		return errorStyle{"rate_limit_error", "rate limit exceeded"}
+	case canon.ErrBackend:
+		return errorStyle{"api_error", "the model backend failed"}
+	case canon.ErrOverloaded:
+		return errorStyle{"overloaded_error", "Overloaded"}
+	case canon.ErrTimeout:
+		return errorStyle{"timeout_error", "the request timed out"}
+	case canon.ErrInternal:
+		return errorStyle{"api_error", "internal error"}
+	}
+	// An unknown type: classify by status, as Anthropic numbers them.
+	switch {
+	case status == 401:
+		return styleOf(canon.ErrAuthentication, status)
+	case status == 403:
+		return styleOf(canon.ErrPermission, status)
+	case status == 404:
+		return styleOf(canon.ErrNotFound, status)
+	case status == 413:
+		return styleOf(canon.ErrRequestTooLarge, status)
+	case status == 429:
+		return styleOf(canon.ErrRateLimit, status)
+	case status == 503 || status == 529:
+		return styleOf(canon.ErrOverloaded, status)
+	case status == 504:
+		return styleOf(canon.ErrTimeout, status)
+	case status >= 400 && status < 500:
+		return styleOf(canon.ErrInvalidRequest, status)
+	}
+	return styleOf(canon.ErrInternal, status)
+}
+
+// EncodeError writes {"type":"error","error":{"type","message"},
+// "request_id"}. The HTTP status is left as the host set it. Ending an
+// open stream (meta stream = "1"), the body goes out as an "error" event,
+// as Anthropic reports a failure after the 200; no message_stop follows,
+// so the stream reads as cut.
+func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) error {
+	b := out.Body
+	stream := c.Meta(abi.MetaStream) == "1"
+	if stream {
+		b = event(b, "error")
+	}
+	st := styleOf(e.Type, e.Status)
+	msg := e.Message
+	if msg == "" {
+		msg = st.message
+	}
+	b = append(b, `{"type":"error","error":{"type":`...)
+	b = jsonw.String(b, st.typ)
+	b = append(b, `,"message":`...)
+	b = jsonw.String(b, msg)
+	b = append(b, '}')
+	if e.RequestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = jsonw.String(b, e.RequestID)
+	}
+	b = append(b, '}')
+	if stream {
+		b = append(b, "\n\n"...)
+	}
+	out.Body = b
+	return nil
+}
