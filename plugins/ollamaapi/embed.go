@@ -1,0 +1,176 @@
+package ollamaapi
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// DecodeEmbeddingRequest reads /api/embed ({model, input: string or
+// [string], truncate, dimensions, keep_alive, options}) or the older
+// /api/embeddings ({model, prompt}); meta route says which. truncate,
+// keep_alive and options are accepted and not passed on: the canonical
+// request has no truncation switch (backends truncate or refuse as they
+// do) and backends manage residency themselves.
+func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon.EmbeddingRequest) error {
+	route, _ := c.MetaBytes(abi.MetaRoute)
+	legacy := string(route) == RouteEmbeddings
+	if len(route) > 0 && !legacy && string(route) != RouteEmbed {
+		return sdk.BadInput("route " + string(route) + " has no embedding request to decode")
+	}
+	o, err := t.parseBody(body)
+	if err != nil {
+		return err
+	}
+	var mv, input, prompt, dims, truncate, keepAlive *fastjson.Value
+	visit(o, func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "model":
+			mv = v
+		case "input":
+			input = v
+		case "prompt":
+			prompt = v
+		case "dimensions":
+			dims = v
+		case "truncate":
+			truncate = v
+		case "keep_alive":
+			keepAlive = v
+		}
+	})
+	if req.Model, err = model(mv); err != nil {
+		return err
+	}
+	if err := decodeKeepAlive(keepAlive); err != nil {
+		return err
+	}
+	if truncate != nil {
+		if _, ok := getBool(truncate); !ok {
+			return errType("truncate", "a boolean")
+		}
+	}
+	if legacy {
+		return decodePrompt(prompt, req)
+	}
+	if dims != nil {
+		n, ok := getInt(dims)
+		if !ok || n < 0 || n > maxInt32 {
+			return errType("dimensions", "a non-negative integer")
+		}
+		req.Dimensions = int(n)
+	}
+	return decodeInput(input, req)
+}
+
+// emptyInput: Ollama loads the model for an empty input; every request here
+// goes to a backend.
+const emptyInput = " must not be empty: this gateway does not support Ollama's load-only requests"
+
+func decodePrompt(v *fastjson.Value, req *canon.EmbeddingRequest) error {
+	if v == nil {
+		return errRequired("prompt")
+	}
+	s, ok := getStr(v)
+	if !ok {
+		return errType("prompt", "a string")
+	}
+	if s == "" {
+		return sdk.BadInput("prompt" + emptyInput)
+	}
+	req.Input = []string{s}
+	return nil
+}
+
+func decodeInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
+	if v == nil {
+		return errRequired("input")
+	}
+	if s, ok := getStr(v); ok {
+		if s == "" {
+			return sdk.BadInput("input" + emptyInput)
+		}
+		req.Input = []string{s}
+		return nil
+	}
+	arr, err := v.Array()
+	if err != nil {
+		return errType("input", "a string or an array of strings")
+	}
+	if len(arr) == 0 {
+		return sdk.BadInput("input" + emptyInput)
+	}
+	req.Input = make([]string, len(arr))
+	for i, e := range arr {
+		s, ok := getStr(e)
+		if !ok {
+			return errType(at("input", i), "a string")
+		}
+		req.Input[i] = s
+	}
+	return nil
+}
+
+// EncodeEmbeddingResponse writes /api/embed's {"model","embeddings":[[…]],
+// "prompt_eval_count"} or /api/embeddings' {"embedding":[…]} (its first
+// vector). Durations are omitted, as for chat.
+func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingResponse, out *sdk.Output) error {
+	route, _ := c.MetaBytes(abi.MetaRoute)
+	b := out.Body
+	if string(route) == RouteEmbeddings {
+		b = append(b, `{"embedding":`...)
+		var v []float32
+		if len(resp.Vectors) > 0 {
+			v = resp.Vectors[0]
+		}
+		out.Body = append(appendVector(b, v), '}')
+		return nil
+	}
+	b = append(b, `{"model":`...)
+	if name, ok := c.MetaBytes(abi.MetaModel); ok && len(name) > 0 {
+		b = jsonw.Bytes(b, name)
+	} else {
+		b = jsonw.String(b, resp.Model)
+	}
+	b = append(b, `,"embeddings":[`...)
+	for i := range resp.Vectors {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendVector(b, resp.Vectors[i])
+	}
+	b = append(b, ']')
+	if resp.Usage != nil {
+		b = jsonw.Int(append(b, `,"prompt_eval_count":`...), int64(resp.Usage.PromptTokens))
+	}
+	out.Body = append(b, '}')
+	return nil
+}
+
+// appendVector writes float32s in their shortest form; non-finite values,
+// which JSON cannot carry, become 0.
+func appendVector(b []byte, v []float32) []byte {
+	b = append(b, '[')
+	for i, f := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		x := float64(f)
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			b = append(b, '0')
+			continue
+		}
+		fm := byte('f')
+		if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21) {
+			fm = 'e'
+		}
+		b = strconv.AppendFloat(b, x, fm, -1, 32)
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,81 @@
+package ollamaapi
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// decodeTools reads tools: [{"type": "function", "function": {"name",
+// "description", "parameters"}}], OpenAI's shape, which Ollama copied.
+// Ollama has no tool_choice: the model decides.
+func decodeTools(v *fastjson.Value, req *canon.ChatRequest) error {
+	if v == nil {
+		return nil
+	}
+	arr, err := v.Array()
+	if err != nil {
+		return errType("tools", "an array")
+	}
+	if len(arr) == 0 {
+		return nil
+	}
+	req.Tools = make([]canon.Tool, len(arr))
+	for i, tv := range arr {
+		path := at("tools", i)
+		o, err := tv.Object()
+		if err != nil {
+			return errType(path, "an object")
+		}
+		if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull {
+			s, ok := getStr(typ)
+			if !ok {
+				return errType(path+".type", "a string")
+			}
+			if s != "function" && s != "" {
+				return sdk.BadInput(path + ".type: tool type " + s + " is not supported")
+			}
+		}
+		path += ".function"
+		fv := o.Get("function")
+		if fv == nil || fv.Type() == fastjson.TypeNull {
+			return errRequired(path)
+		}
+		fn, err := fv.Object()
+		if err != nil {
+			return errType(path, "an object")
+		}
+		if err := decodeToolDef(fn, path, &req.Tools[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeToolDef(o *fastjson.Object, path string, t *canon.Tool) error {
+	nv := o.Get("name")
+	if nv == nil || nv.Type() == fastjson.TypeNull {
+		return errRequired(path + ".name")
+	}
+	s, ok := getStr(nv)
+	if !ok {
+		return errType(path+".name", "a string")
+	}
+	if s == "" {
+		return errRequired(path + ".name")
+	}
+	t.Name = s
+	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
+		if t.Description, ok = getStr(d); !ok {
+			return errType(path+".description", "a string")
+		}
+	}
+	if p := o.Get("parameters"); p != nil && p.Type() != fastjson.TypeNull {
+		if p.Type() != fastjson.TypeObject {
+			return errType(path+".parameters", "an object")
+		}
+		t.Parameters = appendCompact(nil, p)
+	}
+	return nil
+}
