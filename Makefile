@@ -10,7 +10,7 @@ GOFLAGS_TEST ?= -shuffle=on -p 1
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: help build gateway fakellm plugins sidecar run test tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: help build gateway fakellm plugins sidecar run test matrix tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -49,6 +49,14 @@ test: plugins tidy-check ## run every test with and without the race detector, v
 	@# (the race detector changes allocation counts and slows wazero tenfold).
 	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
 	$(GO) test $(GOFLAGS_TEST) -timeout 20m ./...
+	$(MAKE) --no-print-directory matrix
+
+# The end-to-end SDK tests mark the cells they prove (core/internal/matrix);
+# the table is written from this run, and a failed cell fails the target.
+matrix: plugins ## docs/conformance.md: client dialect × backend engine, from the SDK tests
+	@mkdir -p .cache
+	$(GO) test -json -count=1 -run 'SDK_' ./core/gateway/ > .cache/matrix.json; st=$$?; \
+	  $(GO) run ./core/internal/matrix/cmd/conformance-matrix -o docs/conformance.md < .cache/matrix.json && exit $$st
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/internal/matrix"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
@@ -191,6 +192,8 @@ func TestOpenAISDK_ChatBothEngines(t *testing.T) {
 			if acc.Usage.CompletionTokens != resp.Usage.CompletionTokens || acc.Choices[0].FinishReason != "stop" {
 				t.Fatalf("stream usage %+v finish %q", acc.Usage, acc.Choices[0].FinishReason)
 			}
+			matrix.Mark(t, "openai", "text", engineOf(model))
+			matrix.Mark(t, "openai", "stream", engineOf(model))
 		})
 	}
 }
@@ -244,6 +247,7 @@ func TestOpenAISDK_ToolCallsStreamed(t *testing.T) {
 			if acc.Choices[0].FinishReason != "tool_calls" {
 				t.Fatalf("finish = %q", acc.Choices[0].FinishReason)
 			}
+			matrix.Mark(t, "openai", "streamed-tools", engineOf(model))
 		})
 	}
 }
@@ -336,16 +340,30 @@ func TestBackendDown_502(t *testing.T) {
 	}
 }
 
-func TestBackendErrorRelayed(t *testing.T) {
+// TestOpenAISDK_BackendErrorRelayed: a backend's error reaches the SDK
+// as its typed error, and a client mistake as a 4xx, through either engine.
+func TestOpenAISDK_BackendErrorRelayed(t *testing.T) {
 	e := startEnv(t, fakellm.Config{ErrorRate: 1}, fakellm.Config{ErrorRate: 1}, "")
 	for _, model := range []string{vllmModel, ollamaModel} {
-		_, err := e.client.Chat.Completions.New(context.Background(), chatParams(model, "hi"))
-		var apiErr *openai.Error
-		if !errors.As(err, &apiErr) || apiErr.StatusCode < 500 {
-			t.Fatalf("%s: error = %v", model, err)
-		}
+		t.Run(model, func(t *testing.T) {
+			_, err := e.client.Chat.Completions.New(context.Background(), chatParams(model, "hi"))
+			var apiErr *openai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode < 500 {
+				t.Fatalf("%s: error = %v", model, err)
+			}
+			p := chatParams(model, "hi")
+			p.Temperature = openai.Float(-1)
+			_, err = e.client.Chat.Completions.New(context.Background(), p)
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Type != "invalid_request_error" {
+				t.Fatalf("%s: bad request error = %v", model, err)
+			}
+			matrix.Mark(t, "openai", "errors", engineOf(model))
+		})
 	}
 }
+
+// engineOf names the engine serving a test model.
+func engineOf(model string) string { return matrix.Engine(model == ollamaModel) }
 
 func TestClientDisconnect_FreesBackend(t *testing.T) {
 	e := startEnv(t, fakellm.Config{TPS: 20, Tokens: 400}, fakellm.Config{TPS: 20, Tokens: 400}, "")
