@@ -171,6 +171,12 @@ func appendVector(b []byte, v []float32) []byte {
 			fm = 'e'
 		}
 		b = strconv.AppendFloat(b, x, fm, -1, 32)
+		if fm == 'e' { // e-07 to e-7, as encoding/json writes it
+			if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+				b[n-2] = b[n-1]
+				b = b[:n-1]
+			}
+		}
 	}
 	return append(b, ']')
 }
