@@ -3,9 +3,9 @@ package ollama
 import (
 	"strconv"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/rawjson"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
-	"github.com/mindrouter/mindrouter/sdk/jsonw"
 	"github.com/valyala/fastjson"
 )
 
@@ -109,101 +109,8 @@ func (a *Adapter) toolCall(v *fastjson.Value, n int) (id, name, args string, err
 	return id, name, args, nil
 }
 
-// appendCompact writes v as compact JSON. fastjson's own MarshalTo passes
-// raw string bytes through unchecked and re-quotes with strconv, which is
-// not JSON for every input, so strings go through jsonw.
-func appendCompact(b []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		b = append(b, '{')
-		first := true
-		o.Visit(func(k []byte, v *fastjson.Value) {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = jsonw.Bytes(b, k)
-			b = append(b, ':')
-			b = appendCompact(b, v)
-		})
-		return append(b, '}')
-	case fastjson.TypeArray:
-		arr, _ := v.Array()
-		b = append(b, '[')
-		for i, e := range arr {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendCompact(b, e)
-		}
-		return append(b, ']')
-	case fastjson.TypeString:
-		return jsonw.Bytes(b, v.GetStringBytes())
-	case fastjson.TypeNumber:
-		return appendNumber(b, v)
-	case fastjson.TypeTrue:
-		return append(b, "true"...)
-	case fastjson.TypeFalse:
-		return append(b, "false"...)
-	}
-	return append(b, "null"...)
-}
-
-// appendNumber copies a number's text when it is valid JSON; fastjson also
-// accepts forms such as "1e", "+1" or "NaN", which are normalized or nulled.
-func appendNumber(b []byte, v *fastjson.Value) []byte {
-	n := len(b)
-	b = v.MarshalTo(b)
-	if validNumber(b[n:]) {
-		return b
-	}
-	f, err := strconv.ParseFloat(string(b[n:]), 64)
-	if err != nil {
-		return append(b[:n], "null"...)
-	}
-	return jsonw.Float(b[:n], f)
-}
-
-// validNumber reports whether s matches the JSON number grammar.
-func validNumber(s []byte) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	return i == len(s)
-}
+// appendCompact writes v as compact JSON (see rawjson.AppendCompact).
+func appendCompact(b []byte, v *fastjson.Value) []byte { return rawjson.AppendCompact(b, v) }
 
 // finishReason maps Ollama's done_reason ("stop", "length", "load", ...)
 // to the canonical vocabulary; tool calls win.

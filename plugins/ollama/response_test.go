@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mindrouter/mindrouter/plugins/internal/rawjson"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -103,7 +104,7 @@ func TestValidNumber(t *testing.T) {
 		"": false, "-": false, "01": false, "1.": false, ".5": false, "1e": false, "+1": false,
 		"NaN": false, "inf": false, "1e+": false, "--1": false,
 	} {
-		if got := validNumber([]byte(s)); got != want {
+		if got := rawjson.ValidNumber([]byte(s)); got != want {
 			t.Errorf("validNumber(%q) = %v", s, got)
 		}
 	}

@@ -18,6 +18,7 @@ type reqFields struct {
 	temperature, topP, topK, minP                                 *fastjson.Value
 	repetitionPenalty, frequencyPenalty, presencePenalty          *fastjson.Value
 	seed, stop, n, responseFormat                                 *fastjson.Value
+	logprobs, topLogprobs                                         *fastjson.Value
 	tools, toolChoice, parallelToolCalls, functions, functionCall *fastjson.Value
 	user, safetyIdentifier                                        *fastjson.Value
 	think, thinking, chatTemplateKwargs, reasoningEffort          *fastjson.Value
@@ -57,6 +58,10 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 		f.stop = v
 	case "n":
 		f.n = v
+	case "logprobs":
+		f.logprobs = v
+	case "top_logprobs":
+		f.topLogprobs = v
 	case "response_format":
 		f.responseFormat = v
 	case "tools":

@@ -62,7 +62,8 @@ func appendChoice(b []byte, h *header, ch *canon.Choice) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = appendLogprobs(append(b, `},"logprobs":`...), ch.Logprobs)
+	b = append(b, `,"finish_reason":`...)
 	switch {
 	case ch.FinishReason != canon.FinishNone:
 		b = jsonw.String(b, string(ch.FinishReason))
@@ -72,6 +73,15 @@ func appendChoice(b []byte, h *header, ch *canon.Choice) []byte {
 		b = append(b, `"stop"`...)
 	}
 	return append(b, '}')
+}
+
+// appendLogprobs writes the backend's logprobs object as it came (OpenAI's
+// shape; see canon.Choice.Logprobs), null when there is none.
+func appendLogprobs(b, raw []byte) []byte {
+	if len(raw) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, raw...)
 }
 
 // arguments returns a complete call's arguments, "{}" when the model gave

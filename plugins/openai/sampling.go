@@ -79,14 +79,41 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		switch {
 		case !ok:
 			return errType("n", "an integer")
-		case n < 1:
-			return sdk.BadInput("n must be at least 1")
-		case n > 1:
-			return sdk.BadInput("n > 1 is not supported")
+		case n < 1 || n > maxChoices:
+			return sdk.BadInput("n must be between 1 and 128")
 		}
-		req.N = 1
+		req.N = int(n)
+	}
+	if err := decodeLogprobs(f, req); err != nil {
+		return err
 	}
 	return decodeStop(f.stop, req)
+}
+
+// maxChoices is OpenAI's bound on n.
+const maxChoices = 128
+
+// decodeLogprobs reads logprobs and top_logprobs (0 to 20, OpenAI's range,
+// and only with logprobs true, as OpenAI requires).
+func decodeLogprobs(f *reqFields, req *canon.ChatRequest) error {
+	if f.logprobs != nil {
+		b, ok := getBool(f.logprobs)
+		if !ok {
+			return errType("logprobs", "a boolean")
+		}
+		req.Logprobs = b
+	}
+	if f.topLogprobs != nil {
+		n, ok := getInt(f.topLogprobs)
+		if !ok || n < 0 || n > 20 {
+			return sdk.BadInput("top_logprobs must be an integer between 0 and 20")
+		}
+		if n > 0 && !req.Logprobs {
+			return sdk.BadInput("top_logprobs requires logprobs to be true")
+		}
+		req.TopLogprobs = int(n)
+	}
+	return nil
 }
 
 // decodeStop reads stop as a string or an array of strings; empty strings

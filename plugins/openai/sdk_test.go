@@ -283,8 +283,8 @@ func TestOpenAIGo_Errors(t *testing.T) {
 		{fail: &canon.Error{Status: 503, Type: canon.ErrOverloaded},
 			status: 503, typ: "server_error", msg: "the model is currently overloaded, please retry"},
 		// A request the plugin itself refuses.
-		{params: &oai.ChatCompletionNewParams{Model: "m", N: oai.Int(3), Messages: params.Messages},
-			status: 400, typ: "invalid_request_error", msg: "n > 1 is not supported"},
+		{params: &oai.ChatCompletionNewParams{Model: "m", N: oai.Int(200), Messages: params.Messages},
+			status: 400, typ: "invalid_request_error", msg: "n must be between 1 and 128"},
 	} {
 		g.mu.Lock()
 		g.fail = tc.fail

@@ -7,8 +7,9 @@ import "github.com/mindrouter/mindrouter/sdk"
 const stateVersion = 1
 
 // streamState is what EncodeStream remembers between calls of one stream.
-// Indexes outside 0..63 are not tracked (a client asking for n > 1 is
-// refused, and no model makes 64 tool calls in one turn).
+// Indexes outside 0..63 are not tracked: a choice past 63 (n > 64) writes
+// its role when the backend's delta carries one, and no model makes 64 tool
+// calls in one turn.
 type streamState struct {
 	roles uint64 // bit i: choice i has sent "role"
 	tools uint64 // bit i: tool call i has sent its id and type

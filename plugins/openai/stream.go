@@ -112,10 +112,11 @@ func appendChunkChoice(b []byte, h *header, s *streamState, cc *canon.ChunkChoic
 	if len(d.ToolCalls) > 0 {
 		b = appendToolDeltas(b, open, h, s, d.ToolCalls)
 	}
-	if len(b) == open && cc.FinishReason == canon.FinishNone {
+	if len(b) == open && cc.FinishReason == canon.FinishNone && len(cc.Logprobs) == 0 {
 		return b[:mark] // nothing new: an empty delta, a repeated role
 	}
-	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = appendLogprobs(append(b, `},"logprobs":`...), cc.Logprobs)
+	b = append(b, `,"finish_reason":`...)
 	if cc.FinishReason == canon.FinishNone {
 		b = append(b, "null"...)
 	} else {

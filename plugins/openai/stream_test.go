@@ -91,7 +91,9 @@ type expected struct {
 
 type expectedCall struct{ id, name, args string }
 
-func expect(sc streamCase) expected {
+// expect gives what choice index should reassemble to; usage is the
+// stream's.
+func expect(sc streamCase, index int) expected {
 	var e expected
 	includeUsage := false
 	for i := 0; i+1 < len(sc.meta); i += 2 {
@@ -101,6 +103,9 @@ func expect(sc streamCase) expected {
 	}
 	for _, ch := range sc.chunks {
 		for _, c := range ch.Choices {
+			if c.Index != index {
+				continue
+			}
 			e.content += c.Delta.Content
 			e.reasoning += c.Delta.Reasoning
 			for _, tc := range c.Delta.ToolCalls {
@@ -137,14 +142,22 @@ func checkStreamWithSDKs(t *testing.T, sc streamCase, out []byte) {
 	if len(evs) == 0 || evs[len(evs)-1] != "[DONE]" || strings.Count(string(out), "[DONE]") != 1 {
 		t.Fatalf("stream must end with exactly one [DONE]: %s", out)
 	}
-	want := expect(sc)
 	if len(evs) == 1 {
 		return // an empty stream: just the trailer
 	}
+	nChoices := 0
+	for _, ch := range sc.chunks {
+		for _, c := range ch.Choices {
+			nChoices = max(nChoices, c.Index+1)
+		}
+	}
 
 	var acc oai.ChatCompletionAccumulator
-	py := map[string]any{} // choice 0's snapshot, openai-python style
-	var pyFinish string
+	pys := make([]map[string]any, nChoices) // each choice's snapshot, openai-python style
+	pyFinishes := make([]string, nChoices)
+	for i := range pys {
+		pys[i] = map[string]any{}
+	}
 	for _, ev := range evs[:len(evs)-1] {
 		var ch oai.ChatCompletionChunk
 		if err := json.Unmarshal([]byte(ev), &ch); err != nil {
@@ -167,23 +180,31 @@ func checkStreamWithSDKs(t *testing.T, sc streamCase, out []byte) {
 			t.Fatal(err)
 		}
 		for _, c := range raw.Choices {
-			accumulateDelta(t, py, c.Delta)
+			accumulateDelta(t, pys[c.Index], c.Delta)
 			if c.FinishReason != nil {
-				pyFinish = *c.FinishReason
+				pyFinishes[c.Index] = *c.FinishReason
 			}
 		}
 	}
-
-	// openai-go's view.
-	if len(acc.Choices) != 1 {
-		t.Fatalf("openai-go: %d choices", len(acc.Choices))
+	if len(acc.Choices) != nChoices {
+		t.Fatalf("openai-go: %d choices, want %d", len(acc.Choices), nChoices)
 	}
-	msg := acc.Choices[0].Message
+	for i := range nChoices {
+		checkChoice(t, acc, i, expect(sc, i), pys[i], pyFinishes[i])
+	}
+}
+
+// checkChoice compares choice i as openai-go and openai-python reassemble
+// it with want.
+func checkChoice(t *testing.T, acc oai.ChatCompletionAccumulator, i int, want expected, py map[string]any, pyFinish string) {
+	t.Helper()
+	// openai-go's view.
+	msg := acc.Choices[i].Message
 	if msg.Content != want.content {
 		t.Errorf("openai-go content = %q, want %q", msg.Content, want.content)
 	}
-	if string(acc.Choices[0].FinishReason) != want.finish {
-		t.Errorf("openai-go finish = %q, want %q", acc.Choices[0].FinishReason, want.finish)
+	if string(acc.Choices[i].FinishReason) != want.finish {
+		t.Errorf("openai-go finish = %q, want %q", acc.Choices[i].FinishReason, want.finish)
 	}
 	if len(msg.ToolCalls) != len(want.calls) {
 		t.Fatalf("openai-go tool calls = %+v, want %+v", msg.ToolCalls, want.calls)

@@ -190,7 +190,12 @@ type ChatRequest struct {
 	PresencePenalty   *float64
 	Seed              *int64
 	Stop              []string
-	N                 int // 0 or 1: one choice
+	N                 int // 0 or 1: one choice; more: that many choices
+	// Logprobs asks for the chosen tokens' log probabilities, TopLogprobs
+	// (0: none) for that many alternatives per token as well. Backends
+	// that cannot report them refuse the request (added in ABI 2.2).
+	Logprobs    bool
+	TopLogprobs int
 
 	ResponseFormat    *ResponseFormat
 	Think             Think
@@ -220,6 +225,11 @@ type Choice struct {
 	Index        int
 	Message      Message
 	FinishReason FinishReason
+	// Logprobs is the choice's log probabilities as the backend wrote them,
+	// in OpenAI's shape ({"content":[{"token","logprob","bytes",
+	// "top_logprobs"}]}), passed through as raw JSON; nil when none (added
+	// in ABI 2.2).
+	Logprobs json.RawMessage
 }
 
 // ChatResponse is a complete (non-streamed) chat completion.
@@ -254,6 +264,9 @@ type ChunkChoice struct {
 	Index        int
 	Delta        Delta
 	FinishReason FinishReason
+	// Logprobs is the delta's tokens' log probabilities, as Choice.Logprobs
+	// (added in ABI 2.2).
+	Logprobs json.RawMessage
 }
 
 // ChatChunk is one streamed piece of a chat completion. A chunk with no

@@ -1,5 +1,7 @@
 package canon
 
+import "encoding/json"
+
 // Each type's decode fills the value from the object at tape index i. The
 // member loop is the same everywhere: keys at j, values at j+1, and an error
 // is located by the member's key.
@@ -110,6 +112,10 @@ func (x *ChatRequest) decode(d *decoder, i int) error {
 			x.Stop, err = d.strings(v)
 		case "n":
 			x.N, err = d.int(v)
+		case "logprobs":
+			x.Logprobs, err = d.boolean(v)
+		case "top_logprobs":
+			x.TopLogprobs, err = d.int(v)
 		case "response_format":
 			setIf(&set, optResponseFormat, d.t[v].kind != kNull)
 			o.responseFormat = ResponseFormat{}
@@ -383,7 +389,7 @@ func (x *ChatResponse) decode(d *decoder, i int) error {
 }
 
 func (c *Choice) decode(d *decoder, i int) error {
-	return decodeChoice(d, i, &c.Index, "message", &c.Message, (*Message).decode, &c.FinishReason)
+	return decodeChoice(d, i, &c.Index, "message", &c.Message, (*Message).decode, &c.FinishReason, &c.Logprobs)
 }
 
 // decodeResponse decodes the object at token i into the members that
@@ -411,9 +417,10 @@ func decodeResponse[C any](d *decoder, i int, id, model *string, created *int64,
 }
 
 // decodeChoice decodes the object at token i into the members that Choice
-// and ChunkChoice share: the index, the finish reason and a body (a Message
-// under "message" or a Delta under "delta"), which is reset before decoding.
-func decodeChoice[B any](d *decoder, i int, index *int, bodyKey string, body *B, decodeBody func(*B, *decoder, int) error, reason *FinishReason) error {
+// and ChunkChoice share: the index, the finish reason, the raw logprobs and
+// a body (a Message under "message" or a Delta under "delta"), which is
+// reset before decoding.
+func decodeChoice[B any](d *decoder, i int, index *int, bodyKey string, body *B, decodeBody func(*B, *decoder, int) error, reason *FinishReason, logprobs *json.RawMessage) error {
 	j, end, err := d.object(i)
 	for ; j < end; j = d.next(j + 1) {
 		switch v, k := j+1, d.key(j); k {
@@ -421,6 +428,8 @@ func decodeChoice[B any](d *decoder, i int, index *int, bodyKey string, body *B,
 			*index, err = d.int(v)
 		case "finish_reason":
 			*reason, err = d.finishReason(v)
+		case "logprobs":
+			*logprobs, err = d.raw(v)
 		case bodyKey:
 			var zero B
 			*body = zero
@@ -457,7 +466,7 @@ func (x *ChatChunk) decode(d *decoder, i int) error {
 }
 
 func (c *ChunkChoice) decode(d *decoder, i int) error {
-	return decodeChoice(d, i, &c.Index, "delta", &c.Delta, (*Delta).decode, &c.FinishReason)
+	return decodeChoice(d, i, &c.Index, "delta", &c.Delta, (*Delta).decode, &c.FinishReason, &c.Logprobs)
 }
 
 func (dl *Delta) decode(d *decoder, i int) error {

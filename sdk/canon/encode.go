@@ -202,6 +202,8 @@ func (x *ChatRequest) AppendJSON(dst []byte) []byte {
 	}
 	b = strs(b, "stop", x.Stop)
 	b = num(b, "n", int64(x.N))
+	b = flag(b, "logprobs", x.Logprobs)
+	b = num(b, "top_logprobs", int64(x.TopLogprobs))
 	if rf := x.ResponseFormat; rf != nil {
 		b = append(key(b, "response_format"), '{')
 		b = str(b, "type", string(rf.Type))
@@ -251,6 +253,7 @@ func (x *ChatResponse) AppendJSON(dst []byte) []byte {
 			b = jsonw.Int(b, int64(c.Index))
 			b = c.Message.AppendJSON(key(b, "message"))
 			b = str(b, "finish_reason", string(c.FinishReason))
+			b = raw(b, "logprobs", c.Logprobs)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -291,6 +294,7 @@ func (x *ChatChunk) AppendJSON(dst []byte) []byte {
 		}
 		b = append(b, '}')
 		b = str(b, "finish_reason", string(c.FinishReason))
+		b = raw(b, "logprobs", c.Logprobs)
 		b = append(b, '}')
 	}
 	b = append(b, ']')
