@@ -205,3 +205,10 @@ func jtype(v *fastjson.Value) fastjson.Type {
 	}
 	return v.Type()
 }
+
+// lastRoleTool reports whether a chat request's last message is a tool's
+// result.
+func lastRoleTool(req *fastjson.Value) bool {
+	msgs := req.GetArray("messages")
+	return len(msgs) > 0 && string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
+}

@@ -57,7 +57,9 @@ func (s *Server) parseVLLMChat(v *fastjson.Value) (*genRequest, *apiError) {
 	// tools
 	tools := v.GetArray("tools")
 	choice := v.Get("tool_choice")
-	call, name := len(tools) > 0, ""
+	// A model that was just given a tool's result answers in text, as real
+	// ones do, unless tool_choice forces another call.
+	call, name := len(tools) > 0 && !lastRoleTool(v), ""
 	required := false
 	if choice != nil && choice.Type() != fastjson.TypeNull {
 		switch choice.Type() {
@@ -66,11 +68,11 @@ func (s *Server) parseVLLMChat(v *fastjson.Value) (*genRequest, *apiError) {
 			case "none":
 				call = false
 			case "required":
-				required = true
+				required, call = true, len(tools) > 0
 			}
 		case fastjson.TypeObject:
 			name = string(choice.GetStringBytes("function", "name"))
-			r.toolNamed = true
+			r.toolNamed, call = true, len(tools) > 0
 		}
 		if len(tools) == 0 && string(choice.GetStringBytes()) != "none" {
 			return nil, badRequest("When using `tool_choice`, `tools` must be set.", "tool_choice")
