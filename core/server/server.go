@@ -238,8 +238,6 @@ func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
 	return false
 }
 
-// readyz answers {"status":"ready"|"not_ready","checks":{name:"ok"|reason}}
-// (the reference's shape), 503 when any check fails.
 // status answers GET /status in the reference implementation's shape, so
 // its users' probes keep working: {service, version, timestamp,
 // backends{total, healthy}, models[], queue{waiting, in_flight}}. Public,
@@ -306,6 +304,8 @@ var buildVersion = sync.OnceValue(func() string {
 	return "dev"
 })
 
+// readyz answers {"status":"ready"|"not_ready","checks":{name:"ok"|reason}}
+// (the reference's shape), 503 when any check fails.
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	checks := map[string]error{}
 	if !s.ready.Load() {
