@@ -112,7 +112,10 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		}
 	}
 	if err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, ctxLen, &ex.breqOut); err != nil {
-		return pluginFailure(err)
+		// An adapter refusing a well-formed canonical request says the
+		// engine cannot do what the client asked (logprobs on Ollama, say):
+		// the client's 400, as on the fused path.
+		return clientInput(err)
 	}
 	return nil
 }
