@@ -139,9 +139,9 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 			}
 		}
 		// request_decode gets the route and kind; request_encode only the
-		// context length.
-		p.tmeta = filterMeta(p.tmeta[:0], meta, abi.MetaContextLength, false)
-		p.ameta = filterMeta(p.ameta[:0], meta, abi.MetaContextLength, true)
+		// context length and the images the host fetched.
+		p.tmeta = filterMeta(p.tmeta[:0], meta, false)
+		p.ameta = filterMeta(p.ameta[:0], meta, true)
 		*c = Call{Op: abi.OpRequestDecode, Flags: h.Flags, RequestID: h.RequestID, meta: p.tmeta, plugin: p}
 		if err := p.decodeRequest(t, c, payload); err != nil {
 			return err
@@ -283,15 +283,21 @@ func (p *Plugin) commitFusedState(fs *fusedState, started bool) {
 	}
 }
 
-// filterMeta appends to dst the pairs of meta whose key is key (keep) or
-// is not (!keep). A malformed list appends what precedes the fault.
-func filterMeta(dst, meta []byte, key string, keep bool) []byte {
+// adapterMeta reports whether a fused request's meta key is for the
+// adapter's request_encode rather than the translator's request_decode.
+func adapterMeta(key string) bool { return key == abi.MetaContextLength || key == abi.MetaImage }
+
+// filterMeta appends to dst the pairs of meta whose key is the adapter's
+// (keep) or is not (!keep). A malformed list appends what precedes the
+// fault.
+
+func filterMeta(dst, meta []byte, keep bool) []byte {
 	for len(meta) > 0 {
 		k, _, rest, err := abi.NextMeta(meta)
 		if err != nil {
 			break
 		}
-		if (string(k) == key) == keep {
+		if adapterMeta(string(k)) == keep {
 			dst = append(dst, meta[:len(meta)-len(rest)]...)
 		}
 		meta = rest

@@ -689,14 +689,15 @@ func TestFused_Panic(t *testing.T) {
 }
 
 func TestFilterMeta(t *testing.T) {
-	m := metaList("a", "1", "b", "2", "a", "3")
-	if got := filterMeta(nil, m, "a", true); !bytes.Equal(got, metaList("a", "1", "a", "3")) {
+	cl, img := abi.MetaContextLength, abi.MetaImage
+	m := metaList(cl, "1", "b", "2", img, "3")
+	if got := filterMeta(nil, m, true); !bytes.Equal(got, metaList(cl, "1", img, "3")) {
 		t.Errorf("keep %q", got)
 	}
-	if got := filterMeta(nil, m, "a", false); !bytes.Equal(got, metaList("b", "2")) {
+	if got := filterMeta(nil, m, false); !bytes.Equal(got, metaList("b", "2")) {
 		t.Errorf("drop %q", got)
 	}
-	if got := filterMeta(nil, append(metaList("b", "2"), 9), "a", false); !bytes.Equal(got, metaList("b", "2")) {
+	if got := filterMeta(nil, append(metaList("b", "2"), 9), false); !bytes.Equal(got, metaList("b", "2")) {
 		t.Errorf("malformed %q", got)
 	}
 }

@@ -399,9 +399,12 @@ func putU32(b []byte, v uint32) {
 
 func (p *Plugin) errorResult(err error) []byte {
 	var in *InputError
+	var ni *NeedImagesError
 	switch {
 	case errors.As(err, &in):
 		return p.result(abi.StatusBadInput, 0, nil, nil, in.Msg)
+	case errors.As(err, &ni):
+		return p.result(abi.StatusNeedImages, 0, nil, nil, ni.Error())
 	case errors.Is(err, ErrUnsupported):
 		return p.result(abi.StatusUnsupported, 0, nil, nil, err.Error())
 	}

@@ -342,6 +342,8 @@ func (s Status) String() string {
 		return "plugin_error"
 	case StatusStateTooLarge:
 		return "state_too_large"
+	case StatusNeedImages:
+		return "need_images"
 	}
 	return "unknown"
 }
