@@ -14,8 +14,8 @@ import (
 // EncodeRequest writes for what openai's DecodeRequest reads, out. The
 // client's strings (messages, tool schemas) are copied, everything else is
 // rewritten in the order vllm writes it; fields the translator does not
-// read (logprobs, metadata, store, ...) are dropped, as the full path drops
-// them. vllm ignores ChatRequest.ContextLength, so meta context_length
+// read (metadata, store, ...) are dropped, as the full path drops them, and
+// requests with n > 1, logprobs or top_logprobs are left to the full path. vllm ignores ChatRequest.ContextLength, so meta context_length
 // changes nothing.
 
 // Top-level request fields the translator reads (openai's reqFields).
@@ -48,6 +48,8 @@ const (
 	rfThinking
 	rfChatTemplateKwargs
 	rfReasoningEffort
+	rfLogprobs
+	rfTopLogprobs
 	nReqFields
 )
 
@@ -109,6 +111,10 @@ func reqField(k []byte) int {
 		return rfChatTemplateKwargs
 	case "reasoning_effort":
 		return rfReasoningEffort
+	case "logprobs":
+		return rfLogprobs
+	case "top_logprobs":
+		return rfTopLogprobs
 	}
 	return -1
 }
@@ -250,8 +256,13 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 	}
 	if !f[rfN].null() {
 		if n, ok := plainInt(body, f[rfN]); !ok || n != 1 {
-			return false // n > 1 is refused; n: 1 writes nothing
+			return false // n > 1 is left to the full path; n: 1 writes nothing
 		}
+	}
+	// logprobs and top_logprobs are left to the full path (rare; vllm
+	// writes them only when set).
+	if !f[rfLogprobs].null() || !f[rfTopLogprobs].null() {
+		return false
 	}
 	stop := f[rfStop]
 	switch stop.kind {

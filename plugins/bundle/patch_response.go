@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 
+	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -366,17 +367,28 @@ func openaiState(b []byte) (roles uint64, ok bool) {
 
 var doneEvent = []byte("data: [DONE]\n\n")
 
+// vllmPlain is vllm's stream state once choice 0's content has started
+// plain (not with <think>), with no tool call seen.
+var vllmPlain = vllm.PlainState()
+
 // stream is PatchStream.
 func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r *sdk.PatchReport, out *sdk.Output) bool {
 	id, model, created, ok := metaOK(c)
 	if !ok {
 		return false
 	}
-	// vllm's state: the tool calls seen; the patch wants none. A first call
+	// vllm's state: the tool calls seen, and each choice's <think>
+	// splitter. The patch wants no tool call and choice 0's content either
+	// not started (no state) or plain (vllm.PlainState). A first call
 	// starts afresh whatever the host passed.
+	plain := false
 	if !c.First() && len(st.Adapter.In) > 0 {
-		return false
+		if !bytes.Equal(st.Adapter.In, vllmPlain) {
+			return false
+		}
+		plain = true
 	}
+	wasPlain := plain
 	roles, ok := openaiState(st.Translator.In)
 	if !ok {
 		return false
@@ -412,6 +424,17 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 			}
 		}
 		keep := n == 1 && (ch.role || ch.content.kind == kStr && ch.content.a != ch.content.b || ch.finish != canon.FinishNone)
+		if keep && !plain && ch.content.kind == kStr && ch.content.a != ch.content.b {
+			// vllm's splitter sees the choice's first content: text that
+			// starts with neither whitespace nor '<' (nor an escape, which
+			// might be either) makes the content plain, passed as it is;
+			// anything else may open a <think> block.
+			switch c := ev[ch.content.a]; {
+			case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '<' || c == '\\':
+				return false
+			}
+			plain = true
+		}
 		if !keep && !u.HasUsage {
 			continue // an empty delta: nothing to tell the client
 		}
@@ -442,6 +465,9 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 	out.Body = b
 	if chunks > 0 || c.End() {
 		st.Started = true
+	}
+	if plain && !wasPlain {
+		st.Adapter.Set(vllmPlain)
 	}
 	if newRoles != roles || done {
 		w := &p.st

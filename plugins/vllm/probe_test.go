@@ -108,7 +108,7 @@ func TestProbeUnknown(t *testing.T) {
 func TestManifest(t *testing.T) {
 	m := newPlugin().Manifest()
 	if m.Name != "vllm" || m.Version != "0.1.0" || m.Kind != "adapter" || m.Format != "vllm" || m.Framing != "sse" ||
-		m.StateVersion != 1 || len(m.Probes) != 3 {
+		m.StateVersion != 2 || len(m.Probes) != 3 {
 		t.Errorf("%+v", m)
 	}
 	r := callOp(t, newPlugin(), abi.OpRequestDecode, 0, nil, nil, nil)

@@ -62,6 +62,16 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 		w.Key("n")
 		w.Int(int64(req.N))
 	}
+	if req.Logprobs {
+		// vLLM answers in OpenAI's logprobs shape; top_logprobs is capped
+		// by the server's --max-logprobs (20 by default).
+		w.Key("logprobs")
+		w.Bool(true)
+		if req.TopLogprobs > 0 {
+			w.Key("top_logprobs")
+			w.Int(int64(req.TopLogprobs))
+		}
+	}
 	optFloat(w, "temperature", req.Temperature)
 	optFloat(w, "top_p", req.TopP)
 	if req.TopK != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/rawjson"
+	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/valyala/fastjson"
@@ -72,6 +74,7 @@ func (a *Adapter) DecodeResponse(c *sdk.Call, body []byte, resp *canon.ChatRespo
 			}
 		}
 		out.FinishReason = finishReason(ch.GetStringBytes("finish_reason"), len(out.Message.ToolCalls) > 0)
+		out.Logprobs = logprobs(nil, ch.Get("logprobs"))
 		resp.Choices = append(resp.Choices, out)
 	}
 	resp.Usage = usageOf(v.Get("usage"))
@@ -170,26 +173,32 @@ func arguments(v *fastjson.Value) string {
 }
 
 // splitThink extracts a leading <think>…</think> block from content, for
-// reasoning models served without a reasoning parser. It also handles the
-// form whose opening tag was part of the prompt (Qwen3, DeepSeek-R1
-// templates), where content only holds "…</think>answer". Content without
-// the tags comes back unchanged.
+// reasoning models served without a reasoning parser, by the rule streams
+// follow too (thinktag). A whole response also has the form whose opening
+// tag was part of the prompt (Qwen3, DeepSeek-R1 templates), where content
+// only holds "…</think>answer"; a stream cannot know such text is
+// reasoning until the tag comes, so streams pass it through as content.
+// Content without the tags comes back unchanged.
 func splitThink(content string) (reasoning, rest string) {
-	const open, closeTag = "<think>", "</think>"
-	s := strings.TrimLeft(content, " \t\r\n")
-	if strings.HasPrefix(s, open) {
-		s = s[len(open):]
-		end := strings.Index(s, closeTag)
-		if end < 0 {
-			// Truncated (e.g. by max_tokens) while still thinking.
-			return strings.TrimSpace(s), ""
-		}
-		return strings.TrimSpace(s[:end]), strings.TrimLeft(s[end+len(closeTag):], " \t\r\n")
+	if r, c := thinktag.Split(content); r != "" || c != content {
+		return r, c
 	}
+	const open, closeTag = "<think>", "</think>"
 	if end := strings.Index(content, closeTag); end >= 0 && !strings.Contains(content[:end], open) {
-		return strings.TrimSpace(content[:end]), strings.TrimLeft(content[end+len(closeTag):], " \t\r\n")
+		return strings.Trim(content[:end], " \t\r\n"), strings.TrimLeft(content[end+len(closeTag):], " \t\r\n")
 	}
 	return "", content
+}
+
+// logprobs appends a choice's logprobs object (OpenAI's shape) to b as
+// compact JSON and returns it; nil when absent, null or not an object.
+func logprobs(b []byte, v *fastjson.Value) []byte {
+	if v == nil || v.Type() != fastjson.TypeObject {
+		return nil
+	}
+	n := len(b)
+	b = rawjson.AppendCompact(b, v)
+	return b[n:len(b):len(b)]
 }
 
 // finishReason maps vLLM's finish reasons onto canon's. vLLM reports "stop"

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -61,6 +62,12 @@ var responseCases = []struct {
 			canon.ToolCall{ID: "chatcmpl-tool-ccc", Name: "search", Arguments: `{"q": "vllm"}`},
 		), FinishReason: canon.FinishToolCalls}},
 		Usage: &canon.Usage{PromptTokens: 100, CompletionTokens: 10, TotalTokens: 110},
+	}},
+	{"logprobs.json", canon.ChatResponse{
+		ID: "chatcmpl-lp", Model: "Qwen/Qwen3-8B", Created: 1733000400,
+		Choices: []canon.Choice{{Message: assistant("Hi", ""), FinishReason: canon.FinishStop,
+			Logprobs: json.RawMessage(`{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.25,"bytes":[72,105]}]}]}`)}},
+		Usage: &canon.Usage{PromptTokens: 8, CompletionTokens: 1, TotalTokens: 9},
 	}},
 	{"n2.json", canon.ChatResponse{
 		ID: "chatcmpl-n2", Model: "Qwen/Qwen3-8B", Created: 1733000123,

@@ -3,15 +3,28 @@ package vllm
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/valyala/fastjson"
 )
 
 // stateVersion is the first byte of the stream state blob (and the
-// manifest's StateVersion).
-const stateVersion = 1
+// manifest's StateVersion). Version 1 held the tool calls only; 2 adds the
+// choices' <think> splitters. Version 1 blobs are still read.
+const stateVersion = 2
+
+// maxChoices bounds the choices whose splitter a stream's state holds
+// (OpenAI's n is at most 128); past it, content is passed through.
+const maxChoices = 256
+
+// thinkSeen is one choice's <think> splitter (plugins/internal/thinktag).
+type thinkSeen struct {
+	choice uint32
+	st     thinktag.State
+}
 
 // maxTracked bounds the tool calls a stream's state remembers, so a hostile
 // backend cannot grow the blob without limit. Past it, repeated ids and
@@ -31,6 +44,12 @@ type toolSeen struct {
 // emit each call's id and name once (some vLLM tool parsers repeat them on
 // every delta, which clients would read as new calls) and report
 // finish_reason tool_calls when vLLM says "stop" after streaming tool calls.
+// And per choice, where its content is with respect to a <think> block
+// (a reasoning model served without --reasoning-parser streams its
+// thinking as content): content that opens with <think> is reasoning up to
+// </think>, tags split between events at any byte; see thinktag for the
+// rule, which splitThink applies to whole responses. A choice's state
+// changes when its content starts and at the tags, not on every event.
 func (a *Adapter) DecodeStream(c *sdk.Call, st *sdk.State, events [][]byte, chunks *[]canon.ChatChunk) error {
 	in := st.In
 	if c.First() {
@@ -99,13 +118,15 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 	if iv := cv.Get("index"); iv != nil && iv.Type() == fastjson.TypeNumber {
 		cc.Index = count(iv)
 	}
+	fr := cv.GetStringBytes("finish_reason")
 	d := cv.Get("delta")
 	if d != nil && d.Type() == fastjson.TypeObject {
 		if len(d.GetStringBytes("role")) > 0 {
 			cc.Delta.Role = canon.RoleAssistant
 		}
-		cc.Delta.Content = a.str(d.GetStringBytes("content"))
-		cc.Delta.Reasoning = a.str(reasoningBytes(d))
+		var thinkChanged bool
+		cc.Delta.Reasoning, cc.Delta.Content, thinkChanged = a.splitContent(uint32(cc.Index), reasoningBytes(d), d.GetStringBytes("content"), len(fr) > 0)
+		changed = changed || thinkChanged
 		if tcs := d.GetArray("tool_calls"); len(tcs) > 0 {
 			start := len(a.deltas)
 			for j, tv := range tcs {
@@ -146,12 +167,54 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 			}
 		}
 	}
-	if fr := cv.GetStringBytes("finish_reason"); len(fr) > 0 {
+	if len(fr) > 0 {
 		cc.FinishReason = finishReason(fr, a.track(uint32(cc.Index), ^uint32(0)) >= 0)
 	}
+	if lp := cv.Get("logprobs"); lp != nil && lp.Type() == fastjson.TypeObject {
+		cc.Logprobs = logprobs(nil, lp) // rare (clients ask for them): allocated
+	}
 	keep = cc.Delta.Role != "" || cc.Delta.Content != "" || cc.Delta.Reasoning != "" ||
-		len(cc.Delta.ToolCalls) > 0 || cc.FinishReason != canon.FinishNone
+		len(cc.Delta.ToolCalls) > 0 || cc.FinishReason != canon.FinishNone || len(cc.Logprobs) > 0
 	return cc, keep, changed
+}
+
+// splitContent returns a delta's reasoning and content: the backend's
+// reasoning field, then what the choice's <think> splitter makes of its
+// content (flushed when the choice finishes). changed reports a state
+// update.
+func (a *Adapter) splitContent(choice uint32, reasoning, content []byte, finish bool) (r, c string, changed bool) {
+	k := a.think(choice)
+	if k < 0 {
+		if len(content) == 0 || len(a.thinks) >= maxChoices {
+			return a.str(reasoning), a.str(content), false
+		}
+		a.thinks = append(a.thinks, thinkSeen{choice: choice})
+		k = len(a.thinks) - 1
+	}
+	st := &a.thinks[k].st
+	if st.Mode == thinktag.Plain { // the common case: content as it came
+		return a.str(reasoning), a.str(content), false
+	}
+	before := *st
+	a.rbuf = append(a.rbuf[:0], reasoning...)
+	a.rbuf, a.cbuf = st.Feed(a.str(content), a.rbuf, a.cbuf[:0])
+	if finish {
+		a.rbuf, a.cbuf = st.Flush(a.rbuf, a.cbuf)
+	}
+	if *st != before && st.Pending != "" {
+		st.Pending = strings.Clone(st.Pending) // it may alias a.text
+	}
+	return a.str(a.rbuf), a.str(a.cbuf), *st != before
+}
+
+// think returns the position of choice's splitter in the state, or -1.
+func (a *Adapter) think(choice uint32) int {
+	for i := range a.thinks {
+		if a.thinks[i].choice == choice {
+			return i
+		}
+	}
+	return -1
 }
 
 // track returns the position of (choice, tool) in the state, or -1. tool
@@ -166,12 +229,13 @@ func (a *Adapter) track(choice, tool uint32) int {
 }
 
 func (a *Adapter) loadState(in []byte) error {
-	a.calls = a.calls[:0]
+	a.calls, a.thinks = a.calls[:0], a.thinks[:0]
 	if len(in) == 0 {
 		return nil
 	}
 	r := sdk.StateReader{B: in}
-	if v := r.Uint(); v != stateVersion {
+	v := r.Uint()
+	if v != 1 && v != stateVersion {
 		return errState("unsupported version " + strconv.FormatUint(v, 10))
 	}
 	n := r.Uint()
@@ -183,14 +247,44 @@ func (a *Adapter) loadState(in []byte) error {
 		header := r.Bool()
 		a.calls = append(a.calls, toolSeen{choice: uint32(choice), tool: uint32(tool), header: header})
 	}
+	if v >= 2 && r.Err() == nil {
+		if err := a.loadThinks(&r); err != nil {
+			a.calls = a.calls[:0]
+			return err
+		}
+	}
 	if r.Err() != nil || len(r.B) != 0 {
-		a.calls = a.calls[:0]
+		a.calls, a.thinks = a.calls[:0], a.thinks[:0]
 		return errState("truncated or trailing bytes")
 	}
 	return nil
 }
 
-func (a *Adapter) saveState(st *sdk.State) {
+// loadThinks reads the splitters: a count, then per choice its index, mode,
+// started flag and pending text.
+func (a *Adapter) loadThinks(r *sdk.StateReader) error {
+	n := r.Uint()
+	if n > maxChoices {
+		return errState("too many choices")
+	}
+	for i := uint64(0); i < n && r.Err() == nil; i++ {
+		choice, mode := r.Uint(), r.Uint()
+		started := r.Bool()
+		pending := r.String()
+		if mode > uint64(thinktag.Plain) || len(pending) > thinktag.MaxLead+len("</think>") {
+			a.thinks = a.thinks[:0]
+			return errState("bad <think> state")
+		}
+		a.thinks = append(a.thinks, thinkSeen{choice: uint32(choice),
+			st: thinktag.State{Mode: thinktag.Mode(mode), Started: started, Pending: pending}})
+	}
+	return nil
+}
+
+func (a *Adapter) saveState(st *sdk.State) { st.Set(a.writeState()) }
+
+// writeState writes the state blob into a.sw and returns it.
+func (a *Adapter) writeState() []byte {
 	a.sw.B = a.sw.B[:0]
 	a.sw.Uint(stateVersion)
 	a.sw.Uint(uint64(len(a.calls)))
@@ -199,7 +293,23 @@ func (a *Adapter) saveState(st *sdk.State) {
 		a.sw.Uint(uint64(t.tool))
 		a.sw.Bool(t.header)
 	}
-	st.Set(a.sw.B)
+	a.sw.Uint(uint64(len(a.thinks)))
+	for i := range a.thinks {
+		t := &a.thinks[i]
+		a.sw.Uint(uint64(t.choice))
+		a.sw.Uint(uint64(t.st.Mode))
+		a.sw.Bool(t.st.Started)
+		a.sw.String(t.st.Pending)
+	}
+	return a.sw.B
+}
+
+// PlainState is the stream state blob of a stream whose only choice (0)
+// is in plain content and which has seen no tool call: what the bundle's
+// same-dialect patch passes through.
+func PlainState() []byte {
+	a := Adapter{thinks: []thinkSeen{{st: thinktag.State{Mode: thinktag.Plain}}}}
+	return a.writeState()
 }
 
 type stateError string

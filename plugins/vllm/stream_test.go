@@ -2,9 +2,11 @@ package vllm
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -12,7 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-var streamFiles = []string{"text.sse", "tools.sse", "reasoning.sse", "reasoning_new.sse", "repeated_header.sse"}
+var streamFiles = []string{"text.sse", "tools.sse", "reasoning.sse", "reasoning_new.sse", "repeated_header.sse", "think_tags.sse", "n2_logprobs.sse"}
 
 // splits returns ways to batch events: all at once, one per call, one per
 // call followed by an empty End call, and random batchings.
@@ -293,14 +295,21 @@ func TestStreamEdgeCases(t *testing.T) {
 
 func TestStreamState(t *testing.T) {
 	p := newPlugin()
-	// A content-only event leaves the state alone (no copy for the host).
-	r := callOp(t, p, abi.OpStreamDecode, abi.FlagFirst, nil, nil,
-		eventList([][]byte{[]byte(`{"id":"a","choices":[{"index":0,"delta":{"content":"x"}}]}`)}))
+	// The first content records that the choice's content is plain (not
+	// <think>); later content-only events leave the state alone (no copy
+	// for the host).
+	content := eventList([][]byte{[]byte(`{"id":"a","choices":[{"index":0,"delta":{"content":"x"}}]}`)})
+	r := callOp(t, p, abi.OpStreamDecode, abi.FlagFirst, nil, nil, content)
+	if r.Status != abi.StatusOK || r.Flags&abi.ResultStateKeep != 0 || !bytes.Equal(r.State, PlainState()) {
+		t.Errorf("first content event: status %s flags %b state %v", r.Status, r.Flags, r.State)
+	}
+	r = callOp(t, p, abi.OpStreamDecode, 0, PlainState(), nil, content)
 	if r.Status != abi.StatusOK || r.Flags&abi.ResultStateKeep == 0 {
 		t.Errorf("content event: status %s flags %b", r.Status, r.Flags)
 	}
 	// Corrupt state is a plugin-side error, not a crash.
-	for _, st := range [][]byte{{9}, {1, 5}, {1, 1, 0, 0}, {1, 0, 7}, {1, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+	for _, st := range [][]byte{{9}, {1, 5}, {1, 1, 0, 0}, {1, 0, 7}, {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		{2, 0}, {2, 0, 1, 0, 9, 0, 0}, {2, 0, 1, 0, 1, 0, 5, 'a'}, {2, 0, 0xff, 0x0f}} {
 		r := callOp(t, p, abi.OpStreamDecode, 0, st, nil, eventList([][]byte{[]byte(`[DONE]`)}))
 		if r.Status != abi.StatusPluginError || !strings.Contains(r.Error, "corrupt stream state") {
 			t.Errorf("state %v: %s %q", st, r.Status, r.Error)
@@ -334,4 +343,119 @@ func itoa(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 	}
 	return string(b)
+}
+
+// reassemble concatenates each choice's reasoning and content.
+func reassemble(chunks []canon.ChatChunk) (reasoning, content map[int]string) {
+	reasoning, content = map[int]string{}, map[int]string{}
+	for _, ch := range chunks {
+		for _, c := range ch.Choices {
+			reasoning[c.Index] += c.Delta.Reasoning
+			content[c.Index] += c.Delta.Content
+		}
+	}
+	return reasoning, content
+}
+
+func TestStreamThinkTags(t *testing.T) {
+	got := decodeFile(t, "think_tags.sse")
+	r, c := reassemble(got)
+	if r[0] != "Let me think." || c[0] != "Hi there!" {
+		t.Errorf("reasoning %q content %q", r[0], c[0])
+	}
+	for _, ch := range got {
+		for _, cc := range ch.Choices {
+			if strings.Contains(cc.Delta.Content+cc.Delta.Reasoning, "think>") {
+				t.Errorf("a tag leaked: %+v", cc.Delta)
+			}
+		}
+	}
+}
+
+// contentEvents streams content as vLLM would, cut at the given offsets,
+// for choice 0, the last event carrying finish_reason.
+func contentEvents(content string, cuts []int) [][]byte {
+	ev := func(delta, finish string) []byte {
+		return []byte(`{"id":"c","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}`)
+	}
+	events := [][]byte{ev(`{"role":"assistant","content":""}`, "null")}
+	prev := 0
+	for _, k := range append(cuts, len(content)) {
+		s, _ := json.Marshal(content[prev:k])
+		events = append(events, ev(`{"content":`+string(s)+`}`, "null"))
+		prev = k
+	}
+	return append(events, ev(`{}`, `"stop"`), []byte("[DONE]"))
+}
+
+// TestStreamThinkSplitAnywhere: content cut into three events at every
+// pair of character offsets (a tag cut at any byte), one event per call with the state carried between
+// calls, reassembles to what the non-streamed response gives for the whole
+// content (splitThink).
+func TestStreamThinkSplitAnywhere(t *testing.T) {
+	p := newPlugin()
+	for _, content := range []string{
+		"<think>\nLet me think.\n</think>\n\nHi there!",
+		"  <think>ok</think>",
+		"<think>cut off </thin",
+		"No thinking here, <think> mid-text stays.",
+		"<thinking>",
+		"Ünïcödé <think>",
+		"<think>é</think>ü",
+	} {
+		wantR, wantC := splitThink(content)
+		// JSON strings hold characters: cuts fall between them.
+		onRune := func(k int) bool { return k == len(content) || utf8.RuneStart(content[k]) }
+		for i := 0; i <= len(content); i++ {
+			for j := i; j <= len(content); j++ {
+				if !onRune(i) || !onRune(j) {
+					continue
+				}
+				events := contentEvents(content, []int{i, j})
+				var batches [][][]byte
+				for _, e := range events {
+					batches = append(batches, [][]byte{e})
+				}
+				out, _, msg := streamABI(t, p, batches)
+				if msg != "" {
+					t.Fatal(msg)
+				}
+				r, c := reassemble(decodeChunks(t, out))
+				if r[0] != wantR || c[0] != wantC {
+					t.Fatalf("%q cut at %d,%d: reasoning %q content %q; want %q, %q", content, i, j, r[0], c[0], wantR, wantC)
+				}
+			}
+		}
+	}
+}
+
+func TestStreamLogprobsN2(t *testing.T) {
+	got := decodeFile(t, "n2_logprobs.sse")
+	_, c := reassemble(got)
+	if c[0] != "Hi!" || c[1] != "Hello" {
+		t.Errorf("content %v", c)
+	}
+	var lps []string
+	finish := map[int]canon.FinishReason{}
+	for _, ch := range got {
+		for _, cc := range ch.Choices {
+			if cc.Logprobs != nil {
+				lps = append(lps, string(cc.Logprobs))
+			}
+			if cc.FinishReason != "" {
+				finish[cc.Index] = cc.FinishReason
+			}
+		}
+	}
+	want := []string{
+		`{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.25,"bytes":[72,105]}]}]}`,
+		`{"content":[{"token":"Hello","logprob":-1.5,"bytes":[72,101,108,108,111],"top_logprobs":[{"token":"Hello","logprob":-1.5,"bytes":[72,101,108,108,111]}]}]}`,
+		`{"content":[{"token":"!","logprob":-0.0001,"bytes":[33],"top_logprobs":[{"token":"!","logprob":-0.0001,"bytes":[33]}]}]}`,
+	}
+	if d := cmp.Diff(want, lps); d != "" {
+		t.Errorf("logprobs (-want +got):\n%s", d)
+	}
+	if finish[0] != canon.FinishStop || finish[1] != canon.FinishLength {
+		t.Errorf("finish %v", finish)
+	}
 }

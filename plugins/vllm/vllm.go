@@ -42,7 +42,10 @@ type Adapter struct {
 
 	p     fastjson.Parser
 	w     jsonw.W
-	calls []toolSeen // stream state, decoded afresh on every call
+	calls  []toolSeen  // stream state, decoded afresh on every call
+	thinks []thinkSeen // stream state: each choice's <think> splitter
+	rbuf   []byte      // scratch: one delta's split reasoning and content
+	cbuf   []byte
 	sw    sdk.StateWriter
 
 	// Allocation savers for stream chunks; never affect output.
