@@ -35,6 +35,7 @@ func Manifest() sdk.Manifest {
 					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
 				}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
+			{Name: RouteEmbeddings, Kind: sdk.EndpointEmbedding, Method: "POST", Path: "/v1/embeddings", Routing: &sdk.Routing{Model: "model"}},
 		},
 		StateVersion: stateVersion,
 	}

@@ -1,0 +1,220 @@
+package openai
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"math"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// The /v1/embeddings dialect, from the OpenAI API reference
+// (https://platform.openai.com/docs/api-reference/embeddings/create):
+// input is a string or an array of strings (or token arrays, which the
+// canonical schema cannot carry: refused), at most 2048 of them, none
+// empty; encoding_format is "float" (the default) or "base64", the
+// little-endian float32 bytes of each vector in standard base64, which
+// the official SDKs decode.
+
+// RouteEmbeddings is the embeddings route's name (meta "route").
+const RouteEmbeddings = "embeddings"
+
+// maxEmbeddingInputs is OpenAI's limit on the inputs of one request.
+const maxEmbeddingInputs = 2048
+
+// Encodings of the vectors (canon.EmbeddingRequest.EncodingFormat).
+const (
+	encodingFloat  = "float"
+	encodingBase64 = "base64"
+)
+
+var _ sdk.EmbeddingTranslator = (*Translator)(nil)
+
+// DecodeEmbeddingRequest parses an embeddings request body into req.
+func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon.EmbeddingRequest) error {
+	if err := fastjson.ValidateBytes(body); err != nil {
+		return sdk.BadInput("request body is not valid JSON: " + err.Error())
+	}
+	v, err := t.p.ParseBytes(body)
+	if err != nil {
+		return sdk.BadInput("request body is not valid JSON: " + err.Error())
+	}
+	o, err := v.Object()
+	if err != nil {
+		return sdk.BadInput("request body must be a JSON object")
+	}
+	var model, input, dims, enc, user *fastjson.Value
+	visit(o, func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "model":
+			model = v
+		case "input":
+			input = v
+		case "dimensions":
+			dims = v
+		case "encoding_format":
+			enc = v
+		case "user":
+			user = v
+		}
+	})
+	if model == nil {
+		return errRequired("model")
+	}
+	var ok bool
+	if req.Model, ok = getStr(model); !ok {
+		return errType("model", "a string")
+	}
+	if req.Model == "" {
+		return errRequired("model")
+	}
+	if err := decodeEmbeddingInput(input, req); err != nil {
+		return err
+	}
+	if dims != nil {
+		n, ok := getInt(dims)
+		if !ok || n < 1 || n > maxInt32 {
+			return errType("dimensions", "a positive integer")
+		}
+		req.Dimensions = int(n)
+	}
+	if enc != nil {
+		switch {
+		case isStr(enc, encodingFloat):
+			req.EncodingFormat = encodingFloat
+		case isStr(enc, encodingBase64):
+			req.EncodingFormat = encodingBase64
+		default:
+			return errType("encoding_format", `"float" or "base64"`)
+		}
+	}
+	if user != nil {
+		if req.User, ok = getStr(user); !ok {
+			return errType("user", "a string")
+		}
+	}
+	return nil
+}
+
+func decodeEmbeddingInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
+	if v == nil {
+		return errRequired("input")
+	}
+	switch v.Type() {
+	case fastjson.TypeString:
+		s, _ := getStr(v)
+		if s == "" {
+			return sdk.BadInput("input must not be an empty string")
+		}
+		req.Input = []string{s}
+		return nil
+	case fastjson.TypeArray:
+	default:
+		return errType("input", "a string or an array of strings")
+	}
+	arr, _ := v.Array()
+	switch {
+	case len(arr) == 0:
+		return sdk.BadInput("input must not be an empty array")
+	case len(arr) > maxEmbeddingInputs:
+		return sdk.BadInput("input must have at most " + strconv.Itoa(maxEmbeddingInputs) + " items, got " + strconv.Itoa(len(arr)))
+	}
+	req.Input = make([]string, len(arr))
+	for i, x := range arr {
+		switch x.Type() {
+		case fastjson.TypeString:
+		case fastjson.TypeNumber, fastjson.TypeArray:
+			return sdk.BadInput("input: token arrays are not supported by this gateway; send the text")
+		default:
+			return errType(at("input", i), "a string")
+		}
+		s, _ := getStr(x)
+		if s == "" {
+			return sdk.BadInput(at("input", i) + " must not be an empty string")
+		}
+		req.Input[i] = s
+	}
+	return nil
+}
+
+// EncodeEmbeddingResponse writes {"object":"list","data":[...],"model",
+// "usage"}, each vector as numbers or, when the request asked for base64
+// (meta encoding_format), as base64 of its little-endian float32 bytes.
+func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingResponse, out *sdk.Output) error {
+	b64 := c.Meta(abi.MetaEncodingFormat) == encodingBase64
+	b := append(out.Body, `{"object":"list","data":[`...)
+	for i, vec := range resp.Vectors {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"object":"embedding","index":`...)
+		b = jsonw.Int(b, int64(i))
+		b = append(b, `,"embedding":`...)
+		if b64 {
+			b = appendBase64Floats(append(b, '"'), vec)
+			b = append(b, '"')
+		} else {
+			b = appendFloats(b, vec)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"model":`...)
+	model, _ := c.MetaBytes(abi.MetaModel)
+	if len(model) > 0 {
+		b = jsonw.Bytes(b, model)
+	} else {
+		b = jsonw.String(b, resp.Model)
+	}
+	var prompt, total int
+	if u := resp.Usage; u != nil {
+		prompt, total = u.PromptTokens, u.TotalTokens
+		if total == 0 {
+			total = prompt
+		}
+	}
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = jsonw.Int(b, int64(prompt))
+	b = append(b, `,"total_tokens":`...)
+	b = jsonw.Int(b, int64(total))
+	out.Body = append(b, "}}"...)
+	return nil
+}
+
+// appendFloats writes vec as a JSON array, each element the shortest
+// decimal that reads back as the same float32; a non-finite one, which
+// JSON cannot express, as 0.
+func appendFloats(b []byte, vec []float32) []byte {
+	b = append(b, '[')
+	for i, f := range vec {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			f = 0
+		}
+		b = strconv.AppendFloat(b, float64(f), 'g', -1, 32)
+	}
+	return append(b, ']')
+}
+
+// appendBase64Floats writes the standard base64 of vec's little-endian
+// float32 bytes, three floats (12 bytes, 16 characters, no padding) at a
+// time, so no byte copy of the vector is needed.
+func appendBase64Floats(b []byte, vec []float32) []byte {
+	var raw [12]byte
+	for len(vec) > 0 {
+		n := min(len(vec), 3)
+		for i := range n {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(vec[i]))
+		}
+		b = base64.StdEncoding.AppendEncode(b, raw[:4*n])
+		vec = vec[n:]
+	}
+	return b
+}
