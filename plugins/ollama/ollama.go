@@ -18,7 +18,8 @@ import (
 
 // stateVersion is the first field of every stream state blob this plugin
 // writes; the manifest declares it so the host pins a stream to one layout.
-const stateVersion = 1
+// Version 2 adds the <think> splitter (stream.go); version 1 blobs are read.
+const stateVersion = 2
 
 // Manifest describes the adapter to the host.
 func Manifest() sdk.Manifest {
@@ -43,6 +44,8 @@ type Adapter struct {
 	p       fastjson.Parser
 	scratch []byte // compact JSON of one tool call's arguments
 	state   []byte // the stream state blob being written
+	rbuf    []byte // scratch: one line's reasoning and content, split
+	cbuf    []byte
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)

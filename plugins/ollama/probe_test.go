@@ -97,7 +97,7 @@ func TestDecodeProbe_Errors(t *testing.T) {
 func TestManifest(t *testing.T) {
 	m := newHarness().p.Manifest()
 	if m.Name != "ollama" || m.Kind != "adapter" || m.Format != "ollama" || m.Framing != "ndjson" ||
-		m.StateVersion != 1 || m.Version != "0.1.0" || m.ABI != abi.Version {
+		m.StateVersion != 2 || m.Version != "0.1.0" || m.ABI != abi.Version {
 		t.Errorf("manifest %+v", m)
 	}
 	var probes []string

@@ -18,16 +18,17 @@ const logWarn = 4
 
 // EncodeRequest writes req as an Ollama POST /api/chat body.
 //
-// What Ollama cannot express is handled so: image URLs are dropped with a
-// warning (Ollama takes inline base64 only), tool_choice is approximated
-// (see appendTools), and think_budget, parallel_tool_calls and user are not
-// sent.
+// What Ollama cannot express is handled so: n > 1 and image URLs are
+// refused (Ollama gives one choice and takes inline base64 images only),
+// tool_choice is approximated (see appendTools), and think_budget,
+// parallel_tool_calls and user are not sent. logprobs and top_logprobs go
+// out as Ollama's own (since v0.12.11; older servers ignore them).
 func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Output) error {
 	if req.Model == "" {
 		return sdk.BadInput("model is required")
 	}
 	if req.N > 1 {
-		return sdk.BadInput("n > 1 is not supported by Ollama")
+		return sdk.BadInput("n > 1 is not supported by Ollama backends (one choice per request)")
 	}
 	b := append(out.Body[:0], `{"model":`...)
 	b = jsonw.String(b, req.Model)
@@ -52,6 +53,13 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	}
 	if b, err = appendTools(b, req); err != nil {
 		return err
+	}
+	if req.Logprobs {
+		b = append(b, `,"logprobs":true`...)
+		if req.TopLogprobs > 0 {
+			b = append(b, `,"top_logprobs":`...)
+			b = jsonw.Int(b, int64(req.TopLogprobs))
+		}
 	}
 	b = appendOptions(b, req)
 	out.Body = append(b, '}')
@@ -117,7 +125,7 @@ func appendText(b []byte, parts []canon.Part) []byte {
 }
 
 // appendImages writes the "images" field (base64 strings) when the message
-// has inline images. URL images are dropped: Ollama cannot fetch them.
+// has inline images. An image given by URL is refused, never dropped.
 func appendImages(c *sdk.Call, b []byte, parts []canon.Part, msg int) ([]byte, error) {
 	n := 0
 	for j := range parts {
@@ -139,8 +147,9 @@ func appendImages(c *sdk.Call, b []byte, parts []canon.Part, msg int) ([]byte, e
 				return b, sdk.BadInput("messages[" + strconv.Itoa(msg) + "].content[" + strconv.Itoa(j) +
 					"]: image has neither data nor url")
 			}
-			c.Log(logWarn, "ollama: dropped an image given by URL (Ollama accepts inline base64 images only)")
-			continue
+			// Ollama cannot fetch; the gateway does not fetch for it yet.
+			return b, sdk.BadInput("messages[" + strconv.Itoa(msg) + "].content[" + strconv.Itoa(j) +
+				"]: image URLs are not supported for Ollama backends yet; send the image inline as base64 or a data: URL")
 		}
 		if n == 0 {
 			b = append(b, `,"images":[`...)

@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -31,7 +32,6 @@ func TestEncodeRequest_Golden(t *testing.T) {
 // TestEncodeRequest_Logs pins the warnings for what Ollama cannot take.
 func TestEncodeRequest_Logs(t *testing.T) {
 	for _, tc := range []struct{ file, want string }{
-		{"images", "dropped an image given by URL"},
 		{"tools", "tool call arguments are not a JSON object"},
 	} {
 		h := newHarness()
@@ -41,6 +41,38 @@ func TestEncodeRequest_Logs(t *testing.T) {
 		if len(h.logs) != 1 || !strings.Contains(h.logs[0], tc.want) {
 			t.Errorf("%s: logs %q, want one containing %q", tc.file, h.logs, tc.want)
 		}
+	}
+}
+
+// An image given by URL is refused, never dropped: Ollama takes inline
+// images only.
+func TestEncodeRequest_ImageURL(t *testing.T) {
+	req := userReq()
+	req.Messages[0].Content = append(req.Messages[0].Content, canon.Part{Type: canon.PartImage, URL: "https://example.com/cat.png"})
+	var out sdk.Output
+	err := New().EncodeRequest(&sdk.Call{}, req, &out)
+	if err == nil || !strings.Contains(err.Error(), "image URLs are not supported for Ollama backends yet; send the image inline as base64 or a data: URL") {
+		t.Fatalf("err = %v", err)
+	}
+	var ie *sdk.InputError
+	if !errors.As(err, &ie) {
+		t.Errorf("%v is not BadInput", err)
+	}
+}
+
+func TestEncodeRequest_Logprobs(t *testing.T) {
+	req := userReq()
+	req.Logprobs, req.TopLogprobs = true, 3
+	m := encode(t, req)
+	if m["logprobs"] != true || m["top_logprobs"] != 3.0 {
+		t.Errorf("logprobs %v top_logprobs %v", m["logprobs"], m["top_logprobs"])
+	}
+	req.TopLogprobs = 0
+	if m := encode(t, req); m["logprobs"] != true || m["top_logprobs"] != nil {
+		t.Errorf("logprobs %v top_logprobs %v", m["logprobs"], m["top_logprobs"])
+	}
+	if m := encode(t, userReq()); m["logprobs"] != nil {
+		t.Errorf("logprobs sent unasked: %v", m["logprobs"])
 	}
 }
 

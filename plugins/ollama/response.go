@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/rawjson"
+	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/valyala/fastjson"
@@ -29,10 +30,15 @@ func (a *Adapter) DecodeResponse(c *sdk.Call, body []byte, resp *canon.ChatRespo
 		if msg.Type() != fastjson.TypeObject {
 			return sdk.BadInput("ollama response: message is not an object")
 		}
-		if s := msg.GetStringBytes("content"); len(s) > 0 {
-			m.Content = []canon.Part{{Type: canon.PartText, Text: string(s)}}
-		}
+		content := string(msg.GetStringBytes("content"))
 		m.Reasoning = string(msg.GetStringBytes("thinking"))
+		if m.Reasoning == "" {
+			// think unset: some models write their thinking in content.
+			m.Reasoning, content = thinktag.Split(content)
+		}
+		if content != "" {
+			m.Content = []canon.Part{{Type: canon.PartText, Text: content}}
+		}
 		calls, err := toolCalls(msg)
 		if err != nil {
 			return err
@@ -49,8 +55,22 @@ func (a *Adapter) DecodeResponse(c *sdk.Call, body []byte, resp *canon.ChatRespo
 		}
 	}
 	ch.FinishReason = finishReason(len(m.ToolCalls) > 0, v.GetStringBytes("done_reason"))
+	ch.Logprobs = logprobs(v.Get("logprobs"))
 	resp.Usage = usage(v)
 	return nil
+}
+
+// logprobs maps Ollama's logprobs, an array of {token, logprob, bytes,
+// top_logprobs} (api.Logprob, Ollama ≥ 0.12.11), to OpenAI's choice
+// logprobs object, which holds the same entries under "content"; nil when
+// absent or not an array.
+func logprobs(v *fastjson.Value) []byte {
+	if v == nil || v.Type() != fastjson.TypeArray {
+		return nil
+	}
+	b := append([]byte(nil), `{"content":`...)
+	b = rawjson.AppendCompact(b, v)
+	return append(b, '}')
 }
 
 // parseObject parses one JSON object with the adapter's parser. Strings read

@@ -3,6 +3,7 @@ package ollama
 import (
 	"bytes"
 
+	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/valyala/fastjson"
@@ -10,11 +11,13 @@ import (
 
 // streamState is what a stream remembers between DecodeStream calls. It
 // travels in the host-owned state blob as uvarints: stateVersion, flags
-// (flagRole, flagDone), tool calls emitted.
+// (flagRole, flagDone), tool calls emitted, and since version 2 the
+// content's <think> splitter: mode, started, pending text.
 type streamState struct {
 	roleSent bool // the assistant role went out on a chunk
 	done     bool // the done:true line was decoded
 	tools    int  // tool calls emitted so far: the next call's index
+	think    thinktag.State
 }
 
 const (
@@ -35,7 +38,18 @@ func (s *streamState) load(b []byte) error {
 	}
 	r := sdk.StateReader{B: b}
 	ver, flags, tools := r.Uint(), r.Uint(), r.Uint()
-	if r.Err() != nil || len(r.B) != 0 || ver != stateVersion || flags&^flagsAll != 0 || tools > maxTools {
+	if ver == stateVersion {
+		mode := r.Uint()
+		s.think.Started = r.Bool()
+		s.think.Pending = r.String()
+		if mode > uint64(thinktag.Plain) || len(s.think.Pending) > thinktag.MaxLead+len("</think>") {
+			*s = streamState{}
+			return errState
+		}
+		s.think.Mode = thinktag.Mode(mode)
+	}
+	if r.Err() != nil || len(r.B) != 0 || (ver != 1 && ver != stateVersion) || flags&^flagsAll != 0 || tools > maxTools {
+		*s = streamState{}
 		return errState
 	}
 	s.roleSent, s.done, s.tools = flags&flagRole != 0, flags&flagDone != 0, int(tools)
@@ -54,6 +68,9 @@ func (s *streamState) append(b []byte) []byte {
 	w.Uint(stateVersion)
 	w.Uint(flags)
 	w.Uint(uint64(s.tools))
+	w.Uint(uint64(s.think.Mode))
+	w.Bool(s.think.Started)
+	w.String(s.think.Pending)
 	return w.B
 }
 
@@ -105,8 +122,14 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 		if msg.Type() != fastjson.TypeObject {
 			return sdk.BadInput("ollama stream line: message is not an object")
 		}
-		d.Reasoning = string(msg.GetStringBytes("thinking"))
-		d.Content = string(msg.GetStringBytes("content"))
+		// Content goes through the <think> splitter (think unset: some
+		// models write their thinking in content), flushed at done.
+		a.rbuf = append(a.rbuf[:0], msg.GetStringBytes("thinking")...)
+		a.rbuf, a.cbuf = s.think.Feed(string(msg.GetStringBytes("content")), a.rbuf, a.cbuf[:0])
+		if v.GetBool("done") {
+			a.rbuf, a.cbuf = s.think.Flush(a.rbuf, a.cbuf)
+		}
+		d.Reasoning, d.Content = string(a.rbuf), string(a.cbuf)
 		calls, err := toolCalls(msg)
 		if err != nil {
 			return err
@@ -124,10 +147,11 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 			s.tools += len(calls)
 		}
 	}
-	if d.Reasoning != "" || d.Content != "" || len(d.ToolCalls) > 0 {
+	lp := logprobs(v.Get("logprobs"))
+	if d.Reasoning != "" || d.Content != "" || len(d.ToolCalls) > 0 || lp != nil {
 		d.Role = s.role()
 		*chunks = append(*chunks, canon.ChatChunk{Model: model, Created: created,
-			Choices: []canon.ChunkChoice{{Delta: d}}})
+			Choices: []canon.ChunkChoice{{Delta: d, Logprobs: lp}}})
 	}
 	if !v.GetBool("done") {
 		return nil

@@ -2,9 +2,12 @@ package ollama
 
 import (
 	"bytes"
+	"encoding/json"
+	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -217,10 +220,56 @@ func TestDecodeStream_StateOnlyWhenChanged(t *testing.T) {
 }
 
 func TestStreamState_RoundTrip(t *testing.T) {
-	for _, s := range []streamState{{}, {roleSent: true}, {done: true, tools: 3}, {true, true, maxTools}} {
+	for _, s := range []streamState{{}, {roleSent: true}, {done: true, tools: 3}, {roleSent: true, done: true, tools: maxTools},
+		{think: thinktag.State{Mode: thinktag.Think, Started: true, Pending: " </thi"}}, {roleSent: true, think: thinktag.State{Mode: thinktag.Plain}}} {
 		var got streamState
 		if err := got.load(s.append(nil)); err != nil || got != s {
 			t.Errorf("%+v: got %+v, %v", s, got, err)
+		}
+	}
+}
+
+// TestDecodeStream_ThinkSplitAnywhere: with think unset a model's
+// <think> block arrives in content; cut into three lines at every pair of
+// character offsets, one line per call with the state carried, it
+// reassembles to what the non-streamed response gives for the whole
+// content.
+func TestDecodeStream_ThinkSplitAnywhere(t *testing.T) {
+	for _, content := range []string{
+		"<think>\nGreet back.\n</think>\n\nHello!",
+		" <think>é</think>",
+		"<think>cut off </thin",
+		"No <think> here",
+	} {
+		wantR, wantC := thinktag.Split(content)
+		onRune := func(k int) bool { return k == len(content) || utf8.RuneStart(content[k]) }
+		for i := 0; i <= len(content); i++ {
+			for j := i; j <= len(content); j++ {
+				if !onRune(i) || !onRune(j) {
+					continue
+				}
+				var events [][]byte
+				for _, p := range []string{content[:i], content[i:j], content[j:]} {
+					s, _ := json.Marshal(p)
+					events = append(events, []byte(`{"model":"m","message":{"role":"assistant","content":`+string(s)+`},"done":false}`))
+				}
+				events = append(events, []byte(`{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`))
+				out, _ := runStream(t, events, []int{1, 1, 1, 1})
+				var chunks []canon.ChatChunk
+				if err := json.Unmarshal(out, &chunks); err != nil {
+					t.Fatal(err)
+				}
+				var r, c string
+				for _, ch := range chunks {
+					for _, cc := range ch.Choices {
+						r += cc.Delta.Reasoning
+						c += cc.Delta.Content
+					}
+				}
+				if r != wantR || c != wantC {
+					t.Fatalf("%q cut at %d,%d: reasoning %q content %q; want %q, %q", content, i, j, r, c, wantR, wantC)
+				}
+			}
 		}
 	}
 }
