@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ type Config struct {
 	Log       Log       `yaml:"log"`
 	Errors    Errors    `yaml:"errors"`
 	Metrics   Metrics   `yaml:"metrics"`
+	Images    Images    `yaml:"images"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -124,6 +126,23 @@ type Metrics struct {
 	Pprof bool `yaml:"pprof"`
 }
 
+// Images controls how the gateway fetches images clients give by URL for
+// backends that take them only inline (Ollama): through an SSRF guard
+// (core/fetchguard) that refuses private, loopback, link-local and
+// metadata addresses after DNS resolution and on every redirect.
+type Images struct {
+	// Fetch enables fetching; off, such a request is the client's 400.
+	Fetch bool `yaml:"fetch"`
+	// MaxBytes bounds one image; Timeout one fetch, redirects included.
+	MaxBytes int64    `yaml:"max_bytes"`
+	Timeout  Duration `yaml:"timeout"`
+	// MaxPerRequest bounds the URLs one request may make the gateway fetch.
+	MaxPerRequest int `yaml:"max_per_request"`
+	// Allow lists address prefixes the guard lets through although they
+	// are private (an internal image store): CIDRs such as 10.1.2.0/24.
+	Allow []string `yaml:"allow"`
+}
+
 // Duration is a time.Duration written as "30s", "5m".
 type Duration time.Duration
 
@@ -170,6 +189,7 @@ func Default() *Config {
 		Errors:    Errors{BackendMessages: "passthrough"},
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
+		Images:    Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8},
 		dir:       ".",
 	}
 }
@@ -289,6 +309,20 @@ func (c *Config) Validate() error {
 		{"discovery.interval", c.Discovery.Interval}, {"discovery.timeout", c.Discovery.Timeout}} {
 		if d.v <= 0 {
 			add("%s: must be positive", d.k)
+		}
+	}
+	if c.Images.MaxBytes < 1024 || c.Images.MaxBytes > 64<<20 {
+		add("images.max_bytes: must be between 1024 and 67108864")
+	}
+	if c.Images.Timeout <= 0 {
+		add("images.timeout: must be positive")
+	}
+	if c.Images.MaxPerRequest < 1 || c.Images.MaxPerRequest > 64 {
+		add("images.max_per_request: must be between 1 and 64")
+	}
+	for i, a := range c.Images.Allow {
+		if p, err := netip.ParsePrefix(a); err != nil || p.Bits() == 0 {
+			add("images.allow[%d]: %q is not a CIDR prefix (a /0 would switch the guard off)", i, a)
 		}
 	}
 	switch c.Log.Level {

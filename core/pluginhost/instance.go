@@ -147,10 +147,18 @@ func (in *instance) do(ctx context.Context, op abi.Op, ci *CallInput, out *Resul
 		out.Status, out.State = abi.StatusStateTooLarge, out.State[:0]
 		out.Err = fmt.Appendf(out.Err[:0], "state blob %d B over the %d B limit", len(r.State), v.stateMax)
 	}
+	if out.Status == abi.StatusNeedImages && len(out.Err) > maxNeedImagesMsg {
+		// A cut list would name a URL the client never gave.
+		out.Status = abi.StatusBadInput
+		out.Err = append(out.Err[:0], "the request's image URLs are longer than the gateway fetches"...)
+	}
 	if out.Status >= abi.StatusBadInput {
 		// The message can echo client input (a 4 MB model name): it is
-		// bounded before it reaches a log line or a response.
-		out.Err = truncateBytes(out.Err, maxStatusMsg)
+		// bounded before it reaches a log line or a response. A
+		// need_images list is the URLs to fetch, bounded above.
+		if out.Status != abi.StatusNeedImages {
+			out.Err = truncateBytes(out.Err, maxStatusMsg)
+		}
 		return bad, &StatusError{Plugin: v.plugin.name, Op: op, Status: out.Status, Msg: string(out.Err)}
 	}
 	return false, nil

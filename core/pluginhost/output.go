@@ -18,6 +18,7 @@ import (
 const (
 	maxLogLine         = 1024     // one guest log line (stdout, stderr, mr_v2.log)
 	maxStatusMsg       = 512      // a *StatusError's message (and Result.Err)
+	maxNeedImagesMsg   = 64 << 10 // a need_images list of URLs (ABI 2.2)
 	maxTrapReason      = 256      // the trap line's reason
 	maxHeldOutput      = 16 << 10 // guest output held during one call
 	trapLinesPerSecond = 20       // trap lines per plugin; the rest are counted

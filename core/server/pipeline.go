@@ -30,8 +30,9 @@ const selfTimed = outcome.NumStages
 // unreachable, its connection dead — is re-run once on another backend
 // when the scheduler has one.
 type attempt struct {
-	s   *Server
-	max int
+	s     *Server
+	max   int
+	embed bool // an embedding request (embed.go): encodeEmbed, never streamed
 }
 
 func (attempt) stage() outcome.Stage { return selfTimed }
@@ -42,13 +43,18 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		b := ex.backend
 		ex.out.Attempts++
 		t0 := time.Now()
-		if err := ex.encode(b); err != nil {
+		var err error
+		if a.embed {
+			err = ex.encodeEmbed(b)
+		} else {
+			err = ex.encode(b)
+		}
+		if err != nil {
 			return err
 		}
 		t1 := time.Now()
 		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
 		ex.prepareBackendRequest()
-		var err error
 		if ex.req.Stream {
 			err = b.DoStreamContext(ex.ctx, ex.breq, ex.bresp)
 		} else {
@@ -100,8 +106,11 @@ func (ex *exchange) encode(b *backend.Backend) error {
 	ctxLen := b.Status().Models[ex.req.Model].ContextLength
 	ex.fused = ex.aver == ex.tver && !ex.decoded
 	if ex.fused {
-		if err := ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, ctxLen, &ex.req, &ex.breqOut); err != nil {
-			return clientInput(err)
+		err := ex.withImages(func() error {
+			return ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, ctxLen, &ex.req, &ex.breqOut)
+		})
+		if err != nil {
+			return err
 		}
 		ex.out.Stream = ex.req.Stream
 		return nil
@@ -111,13 +120,33 @@ func (ex *exchange) encode(b *backend.Backend) error {
 			return err
 		}
 	}
-	if err := ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, ctxLen, &ex.breqOut); err != nil {
-		// An adapter refusing a well-formed canonical request says the
-		// engine cannot do what the client asked (logprobs on Ollama, say):
-		// the client's 400, as on the fused path.
-		return clientInput(err)
+	// An adapter refusing a well-formed canonical request says the engine
+	// cannot do what the client asked (logprobs on Ollama, say): the
+	// client's 400, as on the fused path.
+	return ex.withImages(func() error {
+		return ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, ctxLen, &ex.breqOut)
+	})
+}
+
+// withImages runs a request call; when the adapter needs images the
+// client gave by URL (abi.StatusNeedImages), it fetches them through the
+// SSRF guard once per request and runs the call again with them. A
+// plugin's bad_input is the client's error.
+func (ex *exchange) withImages(call func() error) error {
+	err := call()
+	if urls, ok := needImages(err); ok && len(ex.calls.Images) == 0 {
+		if ex.calls.Images, err = ex.s.fetchImages(ex.ctx, urls, ex.calls.Images[:0]); err != nil {
+			return err
+		}
+		err = call()
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	if _, again := needImages(err); again { // it had them: a plugin bug
+		return pluginFailure(err)
+	}
+	return clientInput(err)
 }
 
 // another moves ex to a lease on a backend this request has not tried.

@@ -33,6 +33,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/fetchguard"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/sched"
@@ -73,6 +74,8 @@ type Server struct {
 	buffered   atomic.Int64 // request body bytes held by all requests
 	metricsKey []byte
 
+	fetcher   *fetchguard.Fetcher // nil: images.fetch is off
+
 	exchanges sync.Pool
 	baseCtx   context.Context
 	srv       *fasthttp.Server
@@ -104,6 +107,10 @@ func New(ctx context.Context, o Options) *Server {
 	}
 	if k := o.Config.Metrics.Key; k != "" {
 		s.metricsKey = []byte(k)
+	}
+	var err error
+	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
+		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))
 	}
 	s.routes.host = o.Host
 	s.chains = s.buildChains()
