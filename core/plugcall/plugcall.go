@@ -24,6 +24,9 @@ type Calls struct {
 	// T and A are the component indexes of the translator and the adapter
 	// in their modules (0 for a module of one component).
 	T, A uint16
+	// Images are abi.MetaImage pairs the host fetched after an adapter
+	// answered need_images; the request calls pass them on (ABI 2.2).
+	Images []byte
 
 	meta []byte
 	t, a pluginhost.Result
@@ -33,6 +36,7 @@ type Calls struct {
 func (c *Calls) Reset(requestID uint64, route, kind string) {
 	c.RequestID, c.Route, c.Kind = requestID, route, kind
 	c.T, c.A = 0, 0
+	c.Images = c.Images[:0]
 }
 
 func (c *Calls) routeMeta() []byte {
@@ -79,6 +83,7 @@ func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canoni
 		var b [20]byte
 		c.meta = abi.AppendMetaBytes(c.meta, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
 	}
+	c.meta = append(c.meta, c.Images...)
 	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.meta, Payload: canonical}, &c.a); err != nil {
 		return err
 	}
@@ -252,6 +257,7 @@ func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []
 		var b [20]byte
 		m = abi.AppendMetaBytes(m, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
 	}
+	m = append(m, c.Images...)
 	c.meta = m
 	if err := v.Call(ctx, abi.OpFusedRequest, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: body}, &c.t); err != nil {
 		return err
