@@ -59,6 +59,11 @@ type Config struct {
 	// say, as Qwen3's chat template and Ollama (for thinking-capable models)
 	// do. Off by default so that plain requests get plain content.
 	DefaultThinking bool
+	// ThinkInContent makes thinking models write their reasoning inside the
+	// content as <think>…</think> (the tags cut across tokens) instead of
+	// in the reasoning field: a reasoning model served by vLLM without
+	// --reasoning-parser, or by an Ollama that does not parse its thinking.
+	ThinkInContent bool
 
 	// ErrorRate is the fraction of inference requests answered with HTTP 500
 	// in the engine's error shape.

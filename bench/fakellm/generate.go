@@ -25,6 +25,10 @@ type genRequest struct {
 
 	includeUsage, continuousUsage bool
 	fault                         faultKind
+
+	n           int // vLLM: choices (0 or 1: one)
+	logprobs    bool
+	topLogprobs int
 }
 
 type toolPlan struct {
@@ -54,6 +58,11 @@ func (s *Server) makePlan(r *genRequest) *plan {
 	if r.think {
 		p.reasoning = appendTextTokens(make([]string, 0, s.cfg.ReasoningTokens), seed^reasoningSalt, s.cfg.ReasoningTokens)
 	}
+	var inContent []string // Config.ThinkInContent: the reasoning, tagged, leads the content
+	if s.cfg.ThinkInContent && len(p.reasoning) > 0 {
+		inContent = append(append([]string{"<th", "ink>\n"}, p.reasoning...), "\n</", "think>\n\n")
+		p.reasoning = nil
+	}
 	toolTokens := 0
 	switch {
 	case r.tool != nil:
@@ -67,6 +76,9 @@ func (s *Server) makePlan(r *genRequest) *plan {
 		if r.continuation && len(p.content) > 0 {
 			p.content[0] = " " + p.content[0]
 		}
+	}
+	if inContent != nil {
+		p.content = append(inContent, p.content...)
 	}
 	total := len(p.reasoning) + len(p.content) + toolTokens
 	budget := r.maxTokens

@@ -140,6 +140,11 @@ func (s *Server) parseOllama(ctx *fasthttp.RequestCtx, v *fastjson.Value, chat b
 			r.promptTokens += 4 + countWordsBytes(sys)
 		}
 	}
+	// logprobs: Ollama >= 0.12.11 (api.ChatRequest.Logprobs, TopLogprobs).
+	if jtype(v.Get("logprobs")) == fastjson.TypeTrue {
+		r.logprobs = true
+		r.topLogprobs = min(max(v.GetInt("top_logprobs"), 0), 20)
+	}
 	if opts := v.Get("options"); opts != nil {
 		if n := opts.GetInt("num_predict"); n > 0 {
 			r.maxTokens = n
@@ -257,6 +262,10 @@ func (s *Server) ollamaGenerate(ctx *fasthttp.RequestCtx, chat bool) {
 		}
 		b = appendOllamaToolCalls(b, pl)
 		b = append(b, `},`...)
+		if r.logprobs {
+			b = append(b, `"logprobs":`...)
+			b = append(appendLogprobList(b, pl.content, r.topLogprobs), ',')
+		}
 	} else {
 		b = append(b, `"response":`...)
 		b = appendPieces(b, pl.content)
@@ -361,6 +370,10 @@ func (s *Server) ollamaStream(w *bufio.Writer, conn net.Conn, c *call, r *ollama
 				b = appendJSONString(b, tok)
 			}
 			b = append(b, '}')
+			if r.logprobs && !thinking {
+				b = append(b, `,"logprobs":[`...)
+				b = append(appendTokenLogprob(b, tok, r.topLogprobs), ']')
+			}
 		} else {
 			b = append(b, `"response":`...)
 			if thinking {

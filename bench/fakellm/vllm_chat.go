@@ -21,7 +21,20 @@ func (s *Server) parseVLLMChat(v *fastjson.Value) (*genRequest, *apiError) {
 	}
 	r := &genRequest{ms: ms, reqModel: ms.name, stream: v.GetBool("stream")}
 	if n := v.GetInt("n"); n > 1 {
-		return nil, badRequest("n > 1 is not supported by this server (fakellm)", "n")
+		if n > 128 {
+			return nil, badRequest("n must be at most 128", "n")
+		}
+		r.n = n
+	}
+	if jtype(v.Get("logprobs")) == fastjson.TypeTrue {
+		r.logprobs = true
+		r.topLogprobs = v.GetInt("top_logprobs")
+		if r.topLogprobs < 0 || r.topLogprobs > 20 {
+			// vLLM's --max-logprobs default is 20.
+			return nil, badRequest("top_logprobs must be between 0 and 20", "top_logprobs")
+		}
+	} else if v.GetInt("top_logprobs") > 0 {
+		return nil, badRequest("when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs")
 	}
 	var seedText string
 	r.promptTokens, seedText = messageStats(msgsV.GetArray())
@@ -226,7 +239,24 @@ func appendPieces(b []byte, pieces []string) []byte {
 
 func (s *Server) vllmChatBody(b []byte, r *genRequest, pl *plan, hdr []byte) []byte {
 	b = append(b, hdr...)
-	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = append(b, `,"choices":[`...)
+	// n > 1: every choice is the same deterministic text.
+	for i := range max(r.n, 1) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.vllmChoice(b, r, pl, i)
+	}
+	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
+	b = appendVLLMUsage(b, r.promptTokens, pl.completion*max(r.n, 1), true)
+	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
+}
+
+// vllmChoice writes choice i of a chat.completion.
+func (s *Server) vllmChoice(b []byte, r *genRequest, pl *plan, i int) []byte {
+	b = append(b, `{"index":`...)
+	b = appendInt(b, int64(i))
+	b = append(b, `,"message":{"role":"assistant","content":`...)
 	switch {
 	case pl.tool != nil && r.nullContent, len(pl.content) == 0 && len(pl.reasoning) > 0:
 		b = append(b, "null"...)
@@ -253,11 +283,16 @@ func (s *Server) vllmChatBody(b []byte, r *genRequest, pl *plan, hdr []byte) []b
 	reasoning := b[mark:]
 	b = append(b, `,"reasoning_content":`...)
 	b = append(b, reasoning...)
-	b = append(b, `},"logprobs":null,"finish_reason":"`...)
+	b = append(b, `},"logprobs":`...)
+	if r.logprobs {
+		b = append(b, `{"content":`...)
+		b = append(appendLogprobList(b, pl.content, r.topLogprobs), '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"finish_reason":"`...)
 	b = append(b, pl.finish...)
-	b = append(b, `","stop_reason":null}],"service_tier":null,"system_fingerprint":null,"usage":`...)
-	b = appendVLLMUsage(b, r.promptTokens, pl.completion, true)
-	return append(b, `,"prompt_logprobs":null,"prompt_token_ids":null,"kv_transfer_params":null}`...)
+	return append(b, `","stop_reason":null}`...)
 }
 
 func (s *Server) vllmChatStream(w *bufio.Writer, conn net.Conn, c *call, r *genRequest, pl *plan, hdr []byte) {
@@ -272,25 +307,44 @@ func (s *Server) vllmChatStream(w *bufio.Writer, conn net.Conn, c *call, r *genR
 	}
 	prefix := append(append([]byte("data: "), hdr...), `,"choices":[`...)
 
-	chunk := func(delta func(b []byte) []byte, finish string) bool {
-		b := append(st.buf(), prefix...)
-		b = append(b, `{"index":0,"delta":`...)
-		b = delta(b)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		if finish == "" {
-			b = append(b, "null}]"...)
-		} else {
-			b = append(b, '"')
-			b = append(b, finish...)
-			b = append(b, `","stop_reason":null}]`...)
+	choices := max(r.n, 1)
+	// chunk sends one event per choice (n > 1: the same text for each);
+	// lpTok, when logprobs were asked for, is the content token whose
+	// logprobs the event carries.
+	chunkLP := func(delta func(b []byte) []byte, finish, lpTok string, lp bool) bool {
+		for i := range choices {
+			b := append(st.buf(), prefix...)
+			b = append(b, `{"index":`...)
+			b = appendInt(b, int64(i))
+			b = append(b, `,"delta":`...)
+			b = delta(b)
+			b = append(b, `,"logprobs":`...)
+			if lp && r.logprobs {
+				b = append(b, `{"content":[`...)
+				b = append(appendTokenLogprob(b, lpTok, r.topLogprobs), "]}"...)
+			} else {
+				b = append(b, "null"...)
+			}
+			b = append(b, `,"finish_reason":`...)
+			if finish == "" {
+				b = append(b, "null}]"...)
+			} else {
+				b = append(b, '"')
+				b = append(b, finish...)
+				b = append(b, `","stop_reason":null}]`...)
+			}
+			if r.continuousUsage {
+				b = append(b, `,"usage":`...)
+				b = appendVLLMUsage(b, r.promptTokens, completion*choices, false)
+			}
+			b = append(b, "}\n\n"...)
+			if !st.send(b) {
+				return false
+			}
 		}
-		if r.continuousUsage {
-			b = append(b, `,"usage":`...)
-			b = appendVLLMUsage(b, r.promptTokens, completion, false)
-		}
-		b = append(b, "}\n\n"...)
-		return st.send(b)
+		return true
 	}
+	chunk := func(delta func(b []byte) []byte, finish string) bool { return chunkLP(delta, finish, "", false) }
 
 	c.tokenEmitted()
 	if !chunk(func(b []byte) []byte { return append(b, `{"role":"assistant","content":""}`...) }, "") {
@@ -345,11 +399,11 @@ func (s *Server) vllmChatStream(w *bufio.Writer, conn net.Conn, c *call, r *genR
 		if !ok {
 			return
 		}
-		if !chunk(func(b []byte) []byte {
+		if !chunkLP(func(b []byte) []byte {
 			b = append(b, `{"content":`...)
 			b = appendJSONString(b, tok)
 			return append(b, '}')
-		}, finishOf(last)) {
+		}, finishOf(last), tok, true) {
 			return
 		}
 	}
@@ -393,7 +447,7 @@ func (s *Server) vllmChatStream(w *bufio.Writer, conn net.Conn, c *call, r *genR
 	if r.includeUsage {
 		b := append(st.buf(), prefix[:len(prefix)-len(`,"choices":[`)]...)
 		b = append(b, `,"choices":[],"usage":`...)
-		b = appendVLLMUsage(b, r.promptTokens, completion, false)
+		b = appendVLLMUsage(b, r.promptTokens, completion*choices, false)
 		b = append(b, "}\n\n"...)
 		if !st.send(b) {
 			return
