@@ -40,13 +40,13 @@ func Manifest() sdk.Manifest {
 type Adapter struct {
 	sdk.Unimplemented
 
-	p     fastjson.Parser
-	w     jsonw.W
+	p      fastjson.Parser
+	w      jsonw.W
 	calls  []toolSeen  // stream state, decoded afresh on every call
 	thinks []thinkSeen // stream state: each choice's <think> splitter
 	rbuf   []byte      // scratch: one delta's split reasoning and content
 	cbuf   []byte
-	sw    sdk.StateWriter
+	sw     sdk.StateWriter
 
 	// Allocation savers for stream chunks; never affect output.
 	lastID, lastModel string
