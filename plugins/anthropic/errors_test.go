@@ -98,4 +98,3 @@ func TestEncodeModels_Golden(t *testing.T) {
 		t.Fatalf("%s", r.Payload)
 	}
 }
-
