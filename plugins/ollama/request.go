@@ -2,6 +2,7 @@ package ollama
 
 import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"slices"
 
 	"bytes"
 	"strconv"
@@ -18,8 +19,10 @@ const logWarn = 4
 
 // EncodeRequest writes req as an Ollama POST /api/chat body.
 //
-// What Ollama cannot express is handled so: n > 1 and image URLs are
-// refused (Ollama gives one choice and takes inline base64 images only),
+// What Ollama cannot express is handled so: n > 1 is refused (Ollama
+// gives one choice); images given by URL, which Ollama cannot fetch, are
+// asked of the gateway (sdk.NeedImages), which fetches them through its
+// SSRF guard and calls again with them to send inline;
 // tool_choice is approximated (see appendTools), and think_budget,
 // parallel_tool_calls and user are not sent. logprobs and top_logprobs go
 // out as Ollama's own (since v0.12.11; older servers ignore them).
@@ -29,6 +32,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	}
 	if req.N > 1 {
 		return sdk.BadInput("n > 1 is not supported by Ollama backends (one choice per request)")
+	}
+	if urls := imageURLs(c, req.Messages); len(urls) > 0 {
+		return sdk.NeedImages(urls...)
 	}
 	b := append(out.Body[:0], `{"model":`...)
 	b = jsonw.String(b, req.Model)
@@ -147,9 +153,13 @@ func appendImages(c *sdk.Call, b []byte, parts []canon.Part, msg int) ([]byte, e
 				return b, sdk.BadInput("messages[" + strconv.Itoa(msg) + "].content[" + strconv.Itoa(j) +
 					"]: image has neither data nor url")
 			}
-			// Ollama cannot fetch; the gateway does not fetch for it yet.
-			return b, sdk.BadInput("messages[" + strconv.Itoa(msg) + "].content[" + strconv.Itoa(j) +
-				"]: image URLs are not supported for Ollama backends yet; send the image inline as base64 or a data: URL")
+			// Ollama cannot fetch: the gateway did (imageURLs asked).
+			_, b64, ok := c.Image(p.URL)
+			if !ok {
+				return b, sdk.BadInput("messages[" + strconv.Itoa(msg) + "].content[" + strconv.Itoa(j) +
+					"]: the image URL was not fetched")
+			}
+			data = b64
 		}
 		if n == 0 {
 			b = append(b, `,"images":[`...)
@@ -403,4 +413,23 @@ func (o *options) float(k string, v *float64) {
 func (o *options) int(k string, v int64) {
 	o.key(k)
 	o.b = jsonw.Int(o.b, v)
+}
+
+// imageURLs lists, each once, the image URLs of msgs (not data: URIs)
+// that the call does not carry the bytes of yet.
+func imageURLs(c *sdk.Call, msgs []canon.Message) []string {
+	var urls []string
+	for i := range msgs {
+		for j := range msgs[i].Content {
+			p := &msgs[i].Content[j]
+			if p.Type != canon.PartImage || p.Data != "" || p.URL == "" || dataURIPayload(p.URL) != "" {
+				continue
+			}
+			if _, _, ok := c.Image(p.URL); ok || slices.Contains(urls, p.URL) {
+				continue
+			}
+			urls = append(urls, p.URL)
+		}
+	}
+	return urls
 }

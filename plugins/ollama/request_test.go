@@ -3,6 +3,7 @@ package ollama
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,17 +47,44 @@ func TestEncodeRequest_Logs(t *testing.T) {
 
 // An image given by URL is refused, never dropped: Ollama takes inline
 // images only.
+// TestEncodeRequest_ImageURL: Ollama takes inline images only, so the
+// adapter asks the gateway for URL images (need_images, each URL once,
+// data: URIs excepted) and sends the bytes the gateway fetched.
 func TestEncodeRequest_ImageURL(t *testing.T) {
 	req := userReq()
-	req.Messages[0].Content = append(req.Messages[0].Content, canon.Part{Type: canon.PartImage, URL: "https://example.com/cat.png"})
+	const u1, u2 = "https://example.com/cat.png", "https://example.com/dog.jpg"
+	req.Messages[0].Content = append(req.Messages[0].Content,
+		canon.Part{Type: canon.PartImage, URL: u1}, canon.Part{Type: canon.PartImage, URL: "data:image/png;base64,QUJD"},
+		canon.Part{Type: canon.PartImage, URL: u2}, canon.Part{Type: canon.PartImage, URL: u1})
+	payload := req.AppendJSON(nil)
+	h := newHarness()
+	r := h.call(t, abi.OpRequestEncode, 0, nil, payload)
+	if r.Status != abi.StatusNeedImages || r.Error != u1+"\n"+u2 {
+		t.Fatalf("status %s error %q", r.Status, r.Error)
+	}
+	meta := abi.AppendImage(abi.AppendImage(nil, u1, "image/png", "Q0FU"), u2, "image/jpeg", "RE9H")
+	in := input(0, nil, payload)
+	in = append(in[:abi.HeaderSize], append(meta, payload...)...)
+	abi.PutHeader(in, abi.Header{MetaLen: uint32(len(meta)), PayloadLen: uint32(len(payload)), RequestID: 7})
+	r = parse(t, h.p.Call(abi.OpRequestEncode, in))
+	if r.Status != abi.StatusOK {
+		t.Fatalf("status %s: %s", r.Status, r.Error)
+	}
+	var body struct {
+		Messages []struct {
+			Images []string `json:"images"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.Payload, &body); err != nil || len(body.Messages) != 1 ||
+		!slices.Equal(body.Messages[0].Images, []string{"Q0FU", "QUJD", "RE9H", "Q0FU"}) {
+		t.Fatalf("body %s (%v)", r.Payload, err)
+	}
+	// Without the gateway's images a direct EncodeRequest says what it needs.
 	var out sdk.Output
 	err := New().EncodeRequest(&sdk.Call{}, req, &out)
-	if err == nil || !strings.Contains(err.Error(), "image URLs are not supported for Ollama backends yet; send the image inline as base64 or a data: URL") {
+	var ni *sdk.NeedImagesError
+	if !errors.As(err, &ni) || len(ni.URLs) != 2 {
 		t.Fatalf("err = %v", err)
-	}
-	var ie *sdk.InputError
-	if !errors.As(err, &ie) {
-		t.Errorf("%v is not BadInput", err)
 	}
 }
 
