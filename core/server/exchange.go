@@ -58,6 +58,9 @@ type exchange struct {
 	// the translator's module and the fused ops serve the request.
 	routed, decoded, fused bool
 	adNDJSON               bool // the adapter's backend streams NDJSON
+	// embedEnc is an embedding request's vector encoding, as the
+	// translator named it, for the response encode (embed.go).
+	embedEnc string
 
 	sreq       sched.Request
 	lease      sched.Lease
@@ -121,6 +124,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}
 	ex.routed, ex.decoded, ex.fused, ex.adNDJSON = false, false, false, false
+	ex.embedEnc = ""
 	ex.body, ex.bodyHeld = ex.body[:0], 0
 	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
 	ex.sreq.Exclude = ex.sreq.Exclude[:0]

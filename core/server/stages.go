@@ -37,7 +37,9 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	limit := limitStage{s.limiter}
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, admit{s.admitter},
-			attempt{s, maxAttempts}, respond{}},
+			attempt{s: s, max: maxAttempts}, respond{}},
+		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, embedDecode{}, admit{s.admitter},
+			attempt{s: s, max: maxAttempts, embed: true}, embedRespond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
 		sdk.EndpointModels: {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},

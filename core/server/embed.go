@@ -1,0 +1,130 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/logredact"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/plugcall"
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Embedding requests (routes of kind embedding, ABI 2.2) run the chat
+// chain's shape with the embedding ops: embedDecode, the same admission,
+// attempt (with encodeEmbed, never streamed, retried as chat), then
+// embedRespond. They are never fused: even when the translator and the
+// adapter are in one bundle, each op is its own call naming its component.
+// The client's vector encoding, which the canonical response does not
+// carry, is kept on the exchange between the request decode and the
+// response encode (abi.MetaEncodingFormat).
+
+// embedDecode runs the translator's embed_request_decode: client body →
+// canonical embedding request, with the model to route on.
+type embedDecode struct{}
+
+func (embedDecode) stage() outcome.Stage { return outcome.StageDecode }
+
+func (embedDecode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	if err := ex.pinTranslator(); err != nil {
+		return err
+	}
+	var r plugcall.EmbedRequest
+	if err := ex.calls.DecodeEmbedRequest(ex.ctx, ex.tver, ex.body, &r); err != nil {
+		return clientInput(err)
+	}
+	ex.decoded = true
+	ex.canon = append(ex.canon[:0], r.Canonical...)
+	ex.embedEnc = r.EncodingFormat
+	// Admission and the response header read the chat request's fields.
+	ex.req = plugcall.Request{Model: r.Model}
+	ex.out.Model, ex.out.Stream = logredact.Truncate(r.Model, maxModelName), false
+	if r.Model == "" {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required")
+	}
+	if len(r.Model) > maxModelName || hasControl(r.Model) {
+		return apierr.New(canon.ErrInvalidRequest, "invalid_model", "model: must be at most 256 bytes without control characters")
+	}
+	return nil
+}
+
+// encodeEmbed writes the backend's embedding request through b's adapter.
+// An adapter that cannot embed is the client's 400: the model it asked for
+// is served by an engine without embeddings.
+func (ex *exchange) encodeEmbed(b *backend.Backend) error {
+	if err := ex.pinEmbedAdapter(b); err != nil {
+		return err
+	}
+	err := ex.calls.EncodeEmbedRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut)
+	var se *pluginhost.StatusError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Status == abi.StatusUnsupported:
+		return apierr.Wrap(canon.ErrInvalidRequest, "embeddings_unsupported",
+			"model "+logredact.Truncate(ex.req.Model, maxModelName)+"'s backend cannot produce embeddings", err)
+	}
+	return clientInput(err)
+}
+
+// pinEmbedAdapter pins b's adapter for this attempt (the translator's own
+// pin when both are in one module) and finds its component, as encode
+// does for chat.
+func (ex *exchange) pinEmbedAdapter(b *backend.Backend) error {
+	unavailable := func() error {
+		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+	}
+	ad := b.Adapter()
+	if ad == nil { // its adapter was unloaded by a reload since admission
+		return unavailable()
+	}
+	if ex.aver != nil && ex.aver != ex.tver {
+		ex.aver.Release()
+	}
+	ex.aver = nil
+	if ad == ex.route.plugin {
+		ex.aver = ex.tver
+	} else {
+		ex.aver = ad.Pin()
+	}
+	if ex.aver == nil {
+		return unavailable()
+	}
+	idx, _, ok := ex.aver.Manifest().AdapterFor(b.Engine)
+	if !ok {
+		return unavailable()
+	}
+	ex.calls.A = idx
+	ex.fused = false
+	return nil
+}
+
+// embedRespond translates the backend's embedding response: adapter
+// decode, then translator encode in the encoding the client asked for.
+type embedRespond struct{}
+
+func (embedRespond) stage() outcome.Stage { return outcome.StageRespond }
+
+func (embedRespond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	ex.watch.stop()
+	ex.lease.Release() // the backend answered: its slot is free now
+	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
+		return ex.backendError(code, ex.bresp.Body())
+	}
+	if err := ex.calls.DecodeEmbedResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
+		return pluginFailure(err)
+	}
+	if err := ex.calls.EncodeEmbedResponse(ex.ctx, ex.tver, ex.header(), ex.embedEnc, ex.dec.Canonical, &ex.enc); err != nil {
+		return pluginFailure(err)
+	}
+	ex.out.Usage = ex.dec.Usage
+	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
+	ctx.SetBody(ex.enc.Body)
+	ex.out.BytesOut = int64(len(ex.enc.Body))
+	return nil
+}
