@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,6 +99,22 @@ func TestOllamaSDK_Chat(t *testing.T) {
 			}
 			if last.DoneReason != "stop" || last.EvalCount != resp.EvalCount || last.PromptEvalCount != resp.PromptEvalCount {
 				t.Fatalf("final line %+v, non-streamed %+v", last.Metrics, resp.Metrics)
+			}
+
+			// Without "stream" Ollama streams: NDJSON lines.
+			body := `{"model":"` + model + `","messages":[{"role":"user","content":"Tell me about gateways"}]}`
+			hr, _ := http.NewRequest("POST", e.base+"/api/chat", strings.NewReader(body))
+			hr.Header.Set("Authorization", "Bearer "+adminKey)
+			res, err := http.DefaultClient.Do(hr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+			if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/x-ndjson" || len(lines) < 3 ||
+				!strings.Contains(lines[len(lines)-1], `"done":true`) {
+				t.Fatalf("default stream: %d %q %s", res.StatusCode, res.Header.Get("Content-Type"), raw)
 			}
 			matrix.Mark(t, "ollama", "stream", engineOf(model))
 		})
