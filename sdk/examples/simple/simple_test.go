@@ -43,8 +43,8 @@ func TestRequestErrors(t *testing.T) {
 		`{"model":"m","prompt":"hi","max_tokens":0}`: "max_tokens: expected an integer from 1 to 1048576, got 0",
 		`{"model":"m","prompt":"hi","stream":"yes"}`: "stream: expected boolean, got string",
 		`{"model":"m","prompt":"hi","system":[]}`:    "system: expected string, got array",
-		`["model"]`:                                  "expected object, got array",
-		`{"model":`:                                  "invalid JSON: ",
+		`["model"]`: "expected object, got array",
+		`{"model":`: "invalid JSON: ",
 	} {
 		if got := h.RequestError([]byte(body)); !strings.HasPrefix(got, want) {
 			t.Errorf("%s: error %q, want %q", body, got, want)
