@@ -137,7 +137,7 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 		if a, err = p.adapter(op, h.Adapter); err == nil {
 			err = p.dispatchAdapter(a, op, payload)
 		}
-	case op >= abi.OpRequestDecode && op <= abi.OpEmbedResponseEncode:
+	case op >= abi.OpRequestDecode && op <= abi.OpTokensEncode:
 		var t Translator
 		if t, err = p.translator(op, h.Translator); err == nil {
 			err = p.dispatchTranslator(t, op, payload)
@@ -197,6 +197,16 @@ func (p *Plugin) dispatchTranslator(t Translator, op abi.Op, payload []byte) err
 			return ErrUnsupported
 		}
 		return p.dispatchEmbedTranslator(et, c, op, payload)
+	case abi.OpTokensEncode:
+		tt, ok := t.(TokenCountTranslator)
+		if !ok {
+			return ErrUnsupported
+		}
+		var tc canon.TokenCount
+		if err := tc.DecodeJSON(payload); err != nil {
+			return BadInput(err.Error())
+		}
+		return tt.EncodeTokenCount(c, &tc, &p.out)
 	default:
 		return ErrUnsupported
 	}

@@ -75,6 +75,9 @@ type Limits struct {
 	// plugin sees the body.
 	MaxJSONDepth  int `yaml:"max_json_depth"`
 	MaxJSONValues int `yaml:"max_json_values"`
+	// TokenizeMaxChars bounds the text a tokenize route counts (413
+	// beyond): the generic tokenizer counts about 2 MB of text a second.
+	TokenizeMaxChars int `yaml:"tokenize_max_chars"`
 }
 
 // Timeouts bound each phase of a request.
@@ -177,6 +180,7 @@ func Default() *Config {
 			MaxBufferedBodyBytes: 512 << 20,
 			MaxJSONDepth:         128,
 			MaxJSONValues:        1 << 20,
+			TokenizeMaxChars:     1 << 20,
 		},
 		Timeouts: Timeouts{
 			Request:    Duration(10 * time.Minute),
@@ -281,6 +285,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxJSONDepth < 8 || c.Limits.MaxJSONDepth > 10000 {
 		add("limits.max_json_depth: must be between 8 and 10000")
+	}
+	if c.Limits.TokenizeMaxChars < 1024 {
+		add("limits.tokenize_max_chars: must be >= 1024")
 	}
 	if c.Limits.MaxJSONValues < 1000 {
 		add("limits.max_json_values: must be >= 1000")

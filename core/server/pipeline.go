@@ -345,8 +345,7 @@ func (rt *route) oneModel() bool {
 
 // pickModel narrows list to the model the request body names (read and
 // pre-checked by the stages before), answering 400 without a model and 404
-// for one no backend serves. "name" and "name:latest" are the same model,
-// as everywhere else.
+// for one no backend serves.
 func pickModel(ex *exchange, list *canon.ModelList) (string, error) {
 	name := ex.req.Model
 	if name == "" {
@@ -357,12 +356,34 @@ func pickModel(ex *exchange, list *canon.ModelList) (string, error) {
 		}
 	}
 	ex.out.Model = name
+	i := modelIndex(list, name)
+	if i < 0 {
+		return "", errUnknownModel(name)
+	}
+	list.Models = list.Models[i : i+1]
+	return name, nil
+}
+
+// modelIndex finds name in list, -1 when absent: "name" and
+// "name:latest" are the same model, as everywhere else.
+func modelIndex(list *canon.ModelList, name string) int {
 	short := strings.TrimSuffix(name, ":latest")
 	for i := range list.Models {
 		if id := list.Models[i].ID; id == name || id == short || strings.TrimSuffix(id, ":latest") == short {
-			list.Models = list.Models[i : i+1]
-			return name, nil
+			return i
 		}
 	}
-	return "", apierr.New(canon.ErrNotFound, "model_not_found", "model "+strconv.Quote(name)+" not found")
+	return -1
+}
+
+// findModel returns the entry of name in list.
+func findModel(list *canon.ModelList, name string) (*canon.Model, bool) {
+	if i := modelIndex(list, name); i >= 0 {
+		return &list.Models[i], true
+	}
+	return nil, false
+}
+
+func errUnknownModel(name string) error {
+	return apierr.New(canon.ErrNotFound, "model_not_found", "model "+strconv.Quote(logredact.Truncate(name, maxModelName))+" not found")
 }

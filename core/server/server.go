@@ -37,6 +37,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/sched"
+	"github.com/mindrouter/mindrouter/core/tokens"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
@@ -74,7 +75,8 @@ type Server struct {
 	buffered   atomic.Int64 // request body bytes held by all requests
 	metricsKey []byte
 
-	fetcher   *fetchguard.Fetcher // nil: images.fetch is off
+	fetcher *fetchguard.Fetcher // nil: images.fetch is off
+	tokens  *tokens.Counter
 
 	exchanges sync.Pool
 	baseCtx   context.Context
@@ -108,6 +110,7 @@ func New(ctx context.Context, o Options) *Server {
 	if k := o.Config.Metrics.Key; k != "" {
 		s.metricsKey = []byte(k)
 	}
+	s.tokens = tokens.New(o.Config.Limits.TokenizeMaxChars)
 	var err error
 	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
 		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))

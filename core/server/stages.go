@@ -42,7 +42,8 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 			attempt{s: s, max: maxAttempts, embed: true}, embedRespond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
-		sdk.EndpointModels: {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},
+		sdk.EndpointModels:   {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},
+		sdk.EndpointTokenize: {authn, limit, readBody{s}, precheck{s}, tokenize{s}},
 	}
 }
 

@@ -19,6 +19,9 @@ import (
 const (
 	RouteChat   = "chat"
 	RouteModels = "models"
+	// RouteTokenize counts a request's tokens (the reference's
+	// /v1/tokenize): {model, messages[, tools]} or {model, prompt}.
+	RouteTokenize = "tokenize"
 )
 
 // Manifest describes the plugin to the host.
@@ -35,6 +38,8 @@ func Manifest() sdk.Manifest {
 					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
 				}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
+			{Name: RouteTokenize, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/tokenize",
+				Routing: &sdk.Routing{Model: "model"}},
 			{Name: RouteEmbeddings, Kind: sdk.EndpointEmbedding, Method: "POST", Path: "/v1/embeddings", Routing: &sdk.Routing{Model: "model"}},
 		},
 		StateVersion: stateVersion,

@@ -91,7 +91,9 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 
 // DecodeRequest parses a Chat Completions request body into req.
 func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequest) error {
-	if route, ok := c.MetaBytes(abi.MetaRoute); ok && len(route) > 0 && string(route) != RouteChat {
+	route, _ := c.MetaBytes(abi.MetaRoute)
+	tokenize := string(route) == RouteTokenize
+	if len(route) > 0 && string(route) != RouteChat && !tokenize {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
 	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
@@ -121,6 +123,9 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 		return errRequired("model")
 	}
 	req.Model = s
+	if tokenize {
+		return decodeTokenize(o, &f, req)
+	}
 	if err := decodeMessages(f.messages, req); err != nil {
 		return err
 	}

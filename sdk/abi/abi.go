@@ -49,7 +49,9 @@
 //	models      models_encode, error_encode             — (the host lists discovered models)
 //	embedding   embed_request_decode,                   embed_request_encode,
 //	            embed_response_encode, error_encode     embed_response_decode, error_decode
-//	completion, rerank, score, tokenize, responses
+//	tokenize    request_decode, tokens_encode,          — (the host counts the
+//	            error_encode                            canonical request's tokens)
+//	completion, rerank, score, responses
 //	            reserved; their ops arrive with later minor versions as
 //	            optional SDK interfaces, so existing plugins keep working.
 //	            A route of a kind the host does not serve answers 404.
@@ -207,6 +209,10 @@ const (
 	// writes the vectors in the encoding its client asked for without the
 	// canonical response carrying it. Output = client response body.
 	OpEmbedResponseEncode Op = 7
+	// OpTokensEncode (2.2): payload = canonical token count JSON (count,
+	// max_model_len, estimate) of a tokenize route's request, which the
+	// host decoded with request_decode and counted. Output = client body.
+	OpTokensEncode Op = 8
 )
 
 // Adapter ops.
@@ -294,6 +300,8 @@ func (o Op) String() string {
 		return "embed_request_encode"
 	case OpEmbedResponseDecode:
 		return "embed_response_decode"
+	case OpTokensEncode:
+		return "tokens_encode"
 	case OpRequestEncode:
 		return "request_encode"
 	case OpResponseDecode:
