@@ -43,27 +43,33 @@ func (h *Harness) FuzzWith(f *testing.F, op abi.Op, opts []Option, seeds ...[]by
 	}
 	f.Fuzz(func(t *testing.T, payload, state []byte, flags uint8) {
 		fh := &Harness{tb: t, p: h.p, m: h.m, Translator: h.Translator, Adapter: h.Adapter}
-		in := append(opts[:len(opts):len(opts)], Payload(payload), State(state), Flags(uint32(flags&3)))
-		if list {
-			in[len(in)-3] = Items(bytes.Split(payload, []byte("\n"))...)
-		}
-		r := fh.Call(op, in...)
-		switch r.Status {
-		case abi.StatusOK, abi.StatusBadInput:
-		case abi.StatusNeedImages:
-			if op != abi.OpRequestEncode && op != abi.OpFusedRequest {
-				t.Fatalf("%s: need_images from an op that cannot ask for images: %s", op, r.Error)
-			}
-		default:
-			t.Fatalf("%s: status %s: %s\ninput: %q", op, r.Status, r.Error, payload)
-		}
-		if r.Status != abi.StatusOK && r.Error == "" {
-			t.Fatalf("%s: status %s without a message", op, r.Status)
-		}
-		again := fh.Call(op, in...)
-		if again.Status != r.Status || again.Error != r.Error || !bytes.Equal(again.Payload, r.Payload) ||
-			!bytes.Equal(again.RawMeta, r.RawMeta) || !bytes.Equal(again.State, r.State) || again.Flags != r.Flags {
-			t.Fatalf("%s: the same input twice gave different results:\n%+v\n%+v", op, r, again)
-		}
+		fh.fuzzOne(op, opts, payload, state, flags)
 	})
+}
+
+// fuzzOne makes one fuzz call and checks its result.
+func (h *Harness) fuzzOne(op abi.Op, opts []Option, payload, state []byte, flags uint8) {
+	h.tb.Helper()
+	in := append(opts[:len(opts):len(opts)], Payload(payload), State(state), Flags(uint32(flags&3)))
+	if op == abi.OpStreamEncode || op == abi.OpStreamDecode || op == abi.OpFusedStream {
+		in[len(in)-3] = Items(bytes.Split(payload, []byte("\n"))...)
+	}
+	r := h.Call(op, in...)
+	switch r.Status {
+	case abi.StatusOK, abi.StatusBadInput:
+	case abi.StatusNeedImages:
+		if op != abi.OpRequestEncode && op != abi.OpFusedRequest {
+			h.tb.Fatalf("%s: need_images from an op that cannot ask for images: %s", op, r.Error)
+		}
+	default:
+		h.tb.Fatalf("%s: status %s: %s\ninput: %q", op, r.Status, r.Error, payload)
+	}
+	if r.Status != abi.StatusOK && r.Error == "" {
+		h.tb.Fatalf("%s: status %s without a message", op, r.Status)
+	}
+	again := h.Call(op, in...)
+	if again.Status != r.Status || again.Error != r.Error || !bytes.Equal(again.Payload, r.Payload) ||
+		!bytes.Equal(again.RawMeta, r.RawMeta) || !bytes.Equal(again.State, r.State) || again.Flags != r.Flags {
+		h.tb.Fatalf("%s: the same input twice gave different results:\n%+v\n%+v", op, r, again)
+	}
 }
