@@ -477,3 +477,46 @@ func TestOllamaSDK_StreamCut(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaSDK_Embed: /api/embed and the older /api/embeddings through
+// the official client, on both engines.
+func TestOllamaSDK_Embed(t *testing.T) {
+	e := startEnv(t, fakellm.Config{EmbeddingDim: 16}, fakellm.Config{EmbeddingDim: 16}, "")
+	c := ollamaClient(t, e)
+	ctx := context.Background()
+	for _, model := range []string{vllmModel, ollamaModel} {
+		t.Run(model, func(t *testing.T) {
+			resp, err := c.Embed(ctx, &api.EmbedRequest{Model: model, Input: []string{"Why is the sky blue?", "Why is the grass green?"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Model != model || len(resp.Embeddings) != 2 || len(resp.Embeddings[0]) != 16 || resp.PromptEvalCount == 0 {
+				t.Fatalf("embed: model %q, %d vectors, %d tokens", resp.Model, len(resp.Embeddings), resp.PromptEvalCount)
+			}
+			one, err := c.Embed(ctx, &api.EmbedRequest{Model: model, Input: "Why is the sky blue?"})
+			if err != nil || len(one.Embeddings) != 1 {
+				t.Fatalf("one input: %+v %v", one, err)
+			}
+			for i := range one.Embeddings[0] {
+				if one.Embeddings[0][i] != resp.Embeddings[0][i] {
+					t.Fatalf("the same input gave different vectors: %v vs %v", one.Embeddings[0], resp.Embeddings[0])
+				}
+			}
+			old, err := c.Embeddings(ctx, &api.EmbeddingRequest{Model: model, Prompt: "Why is the sky blue?"})
+			if err != nil || len(old.Embedding) != 16 {
+				t.Fatalf("embeddings: %+v %v", old, err)
+			}
+			for i := range old.Embedding {
+				if float32(old.Embedding[i]) != resp.Embeddings[0][i] {
+					t.Fatalf("/api/embeddings %v, /api/embed %v", old.Embedding, resp.Embeddings[0])
+				}
+			}
+			_, err = c.Embed(ctx, &api.EmbedRequest{Model: model, Input: []string{}})
+			var se api.StatusError
+			if !errors.As(err, &se) || se.StatusCode != 400 {
+				t.Fatalf("empty input: %v", err)
+			}
+			matrix.Mark(t, "ollama", "embeddings", engineOf(model))
+		})
+	}
+}
