@@ -328,3 +328,42 @@ func TestPatch_EdgeStreams(t *testing.T) {
 	}
 	t.Logf("%d of %d calls handled", handled, calls)
 }
+
+// A plain text stream stays on the patch through every call, one event per
+// call (vllm's <think> splitter has marked the content plain, and the patch
+// passes that state on), while a stream whose content opens a <think> block
+// is left to the full path from that event on.
+func TestPatch_StreamThinkSplitter(t *testing.T) {
+	pp := newPatchPair()
+	meta := metaList(append(append([]string{}, headerMeta...), abi.MetaIncludeUsage, "1")...)
+	seen := 0
+	for _, v := range streamVectors(t) {
+		name := shortName(v.name)
+		if v.ai != VLLM || (name != "streams/text.sse" && name != "streams/think_tags.sse") {
+			continue
+		}
+		seen++
+		var batches [][][]byte
+		for _, e := range v.events {
+			batches = append(batches, [][]byte{e})
+		}
+		h, c, d := pp.stream(t, meta, batches)
+		if d != "" {
+			t.Fatalf("%s: %s", name, d)
+		}
+		switch name {
+		case "streams/text.sse":
+			if h != c {
+				t.Errorf("%s: the patch handled %d of %d calls, want all", name, h, c)
+			}
+		case "streams/think_tags.sse":
+			// The role event is the patch's; "<th" is not.
+			if h != 1 {
+				t.Errorf("%s: the patch handled %d of %d calls, want only the first", name, h, c)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("found %d of the 2 vectors", seen)
+	}
+}
