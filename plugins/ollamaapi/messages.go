@@ -168,9 +168,11 @@ func decodeToolCalls(v *fastjson.Value, i int, m *canon.Message) error {
 			return errType(path, "an object")
 		}
 		if id := o.Get("id"); id != nil && id.Type() != fastjson.TypeNull {
-			if tc.ID, _ = getStr(id); id.Type() != fastjson.TypeString {
+			s, ok := getStr(id)
+			if !ok {
 				return errType(path+".id", "a string")
 			}
+			tc.ID = s
 		}
 		if tc.ID == "" {
 			tc.ID = "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(j)
@@ -187,9 +189,11 @@ func decodeToolCalls(v *fastjson.Value, i int, m *canon.Message) error {
 		if nv == nil || nv.Type() == fastjson.TypeNull {
 			return errRequired(path + ".function.name")
 		}
-		if tc.Name, _ = getStr(nv); nv.Type() != fastjson.TypeString || tc.Name == "" {
+		name, ok := getStr(nv)
+		if !ok || name == "" {
 			return errType(path+".function.name", "a non-empty string")
 		}
+		tc.Name = name
 		switch av := fo.Get("arguments"); {
 		case av == nil || av.Type() == fastjson.TypeNull:
 			tc.Arguments = "{}"
