@@ -100,9 +100,9 @@ func (h *Harness) DecodeResponse(body []byte, opts ...Option) canon.ChatResponse
 	return resp
 }
 
-// DecodeStream drives a whole stream_decode stream, one call per batch of
-// framed events (see SSEEvents, NDJSONLines), stopping once the plugin
-// reports the end (as the gateway does), and returns the chunks and
+// DecodeStream drives a whole stream_decode stream as Stream does: one
+// call per batch of framed events (see SSEEvents, NDJSONLines) until the
+// plugin reports the end, then the end call. It returns the chunks and
 // whether the plugin reported the end.
 func (h *Harness) DecodeStream(batches [][][]byte, opts ...Option) (chunks []canon.ChatChunk, done bool) {
 	h.tb.Helper()

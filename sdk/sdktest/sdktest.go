@@ -56,6 +56,30 @@ func New(tb testing.TB, p *sdk.Plugin) *Harness {
 	return &Harness{tb: tb, p: p, m: p.Manifest()}
 }
 
+// Pair returns a Harness on the same plugin whose calls name the bundle
+// components called translator and adapter ("" keeps the current index),
+// for the fused ops (abi.OpFusedRequest, ...) and per-component tests. It
+// fails the test when the bundle has no such component.
+func (h *Harness) Pair(translator, adapter string) *Harness {
+	h.tb.Helper()
+	c := *h
+	for _, x := range []struct {
+		name string
+		kind sdk.Kind
+		idx  *uint16
+	}{{translator, sdk.KindTranslator, &c.Translator}, {adapter, sdk.KindAdapter, &c.Adapter}} {
+		if x.name == "" {
+			continue
+		}
+		i, m, ok := h.m.PartNamed(x.name)
+		if !ok || m.Kind != x.kind {
+			h.tb.Fatalf("sdktest: the plugin has no %s component named %q", x.kind, x.name)
+		}
+		*x.idx = i
+	}
+	return &c
+}
+
 // Plugin returns the plugin under test.
 func (h *Harness) Plugin() *sdk.Plugin { return h.p }
 

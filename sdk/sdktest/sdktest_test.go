@@ -73,9 +73,11 @@ func TestStreams(t *testing.T) {
 	if !done || len(chunks) != 2 || chunks[1].Choices[0].Delta.Content != "b" {
 		t.Errorf("DecodeStream: done %v, %+v", done, chunks)
 	}
+	// After the end marker the gateway stops reading and makes the end
+	// call: two calls here, "after" never sent.
 	s := d.Stream(abi.OpStreamDecode, [][][]byte{lines[:3], lines[3:]})
-	if len(s.Calls) != 1 {
-		t.Errorf("the stream must stop after the plugin said done: %d calls", len(s.Calls))
+	if len(s.Calls) != 2 || !s.Done {
+		t.Errorf("the stream must stop after the plugin said done, then end: %d calls", len(s.Calls))
 	}
 }
 
@@ -178,4 +180,24 @@ func TestFuzzCheck(t *testing.T) {
 func FuzzEcho(f *testing.F) {
 	FuzzOp(f, newEcho(&echo{}), abi.OpStreamEncode, []byte(strings.Join([]string{
 		string(Chunks(chunk("a"))[0]), string(Chunks(chunk("b"))[0])}, "\n")))
+}
+
+// A bundle's components are addressed by name, and a fused stream is
+// driven (and checked for split invariance) like any other.
+func TestBundle(t *testing.T) {
+	p := sdk.NewBundle("b", "1",
+		sdk.AdapterPart(manifest("counter", sdk.KindAdapter), counter{}),
+		sdk.TranslatorPart(manifest("echo", sdk.KindTranslator), &echo{}))
+	h := New(t, p).Pair("echo", "counter")
+	if h.Translator != 1 || h.Adapter != 0 {
+		t.Fatalf("indexes %d %d", h.Translator, h.Adapter)
+	}
+	out := h.SplitInvariant(abi.OpFusedStream, NDJSONLines([]byte("a\nb\ndone\n")))
+	if string(out) != "a\nb\nend 2\n" {
+		t.Errorf("fused stream %q", out)
+	}
+	f := run(t, func(tb *fakeTB) { New(tb, p).Pair("counter", "") })
+	if !f.Failed() {
+		t.Error("an adapter named as the translator must fail")
+	}
 }

@@ -21,42 +21,67 @@ type StreamResult struct {
 // OK reports whether every call succeeded.
 func (s StreamResult) OK() bool { return s.Status == abi.StatusOK }
 
-// Stream drives a stream op (stream_encode, stream_decode, fused_stream)
-// as the host does: one call per batch of items, abi.FlagFirst on the
-// first, abi.FlagEnd on the last, the state blob each call returns (or
-// keeps) handed to the next. It stops at the first status other than ok
-// and, for the decode ops, after a call reports the end of the stream
-// (the gateway stops reading the backend then). A status other than ok is
-// reported in the result, not failed on.
+// Stream drives a stream op as the gateway's relay does, the state blob
+// each call returns (or keeps) handed to the next, and stops at the first
+// status other than ok (reported in the result, not failed on).
+//
+// stream_encode (a translator alone): one call per batch of chunk items,
+// abi.FlagFirst on the first and abi.FlagEnd on the last; give an empty
+// last batch to send the end call alone.
+//
+// stream_decode and fused_stream (the backend's events): one call per
+// non-empty batch of events, abi.FlagFirst on the first, until a call
+// reports abi.ResultStreamDone (the gateway stops reading the backend
+// there); then one end call, abi.FlagEnd and no events. The gateway makes
+// that call only after the end marker (a stream cut short is a truncation
+// error for the client); Stream makes it either way and reports Done.
 func (h *Harness) Stream(op abi.Op, batches [][][]byte, opts ...Option) StreamResult {
 	h.tb.Helper()
 	var s StreamResult
 	var state []byte
-	for i, batch := range batches {
-		var flags uint32
-		if i == 0 {
-			flags |= abi.FlagFirst
-		}
-		if i == len(batches)-1 {
-			flags |= abi.FlagEnd
-		}
-		r := h.Call(op, append(opts, Items(batch...), Flags(flags), State(state))...)
+	call := func(flags uint32, items [][]byte) bool {
+		r := h.Call(op, append(opts[:len(opts):len(opts)], Items(items...), Flags(flags), State(state))...)
 		s.Calls = append(s.Calls, r)
 		if !r.OK() {
 			s.Status, s.Error = r.Status, r.Error
-			return s
+			return false
 		}
 		if r.State != nil {
 			state = r.State
 		}
 		s.Out = append(s.Out, r.Payload...)
-		if r.Flags&abi.ResultStreamDone != 0 {
-			s.Done = true
-			if op != abi.OpStreamEncode {
-				break
+		s.Done = s.Done || r.Flags&abi.ResultStreamDone != 0
+		return true
+	}
+	if op == abi.OpStreamEncode {
+		for i, batch := range batches {
+			var flags uint32
+			if i == 0 {
+				flags |= abi.FlagFirst
+			}
+			if i == len(batches)-1 {
+				flags |= abi.FlagEnd
+			}
+			if !call(flags, batch) {
+				return s
 			}
 		}
+		return s
 	}
+	flags := uint32(abi.FlagFirst)
+	for _, batch := range batches {
+		if len(batch) == 0 {
+			continue // the gateway calls only when a read gave events
+		}
+		if !call(flags, batch) {
+			return s
+		}
+		flags = 0
+		if s.Done {
+			break
+		}
+	}
+	call(flags|abi.FlagEnd, nil)
 	return s
 }
 
