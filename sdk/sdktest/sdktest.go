@@ -19,6 +19,12 @@
 // output does not depend on how it is cut into calls, and FuzzOp fuzzes an
 // op, requiring ok or bad_input for every input.
 //
+// For authors of the first-party plugins' test helpers: call and callOp
+// are Harness.Call; runStream and streamABI are Stream, EncodeStream and
+// DecodeStream; golden and goldenJSON are Golden (key order is kept, not
+// ignored); frameSSE and readSSE are SSEEvents; items is SplitItems; the
+// split loops are SplitInvariant.
+//
 // The gateway's own conformance kit (mindrouter plugin check) runs the
 // built .wasm through the production loader; sdktest is for the fast
 // native loop before that.
