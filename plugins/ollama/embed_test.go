@@ -72,15 +72,12 @@ func embedGolden(t *testing.T, path string, got []byte) {
 func TestEmbedGolden(t *testing.T) {
 	p := newEmbedPlugin()
 	dir := filepath.Join("testdata", "embed")
-	reqs, _ := filepath.Glob(filepath.Join(dir, "*.canon.json"))
+	reqs, _ := filepath.Glob(filepath.Join(dir, "*.req.canon.json"))
 	resps, _ := filepath.Glob(filepath.Join(dir, "*.resp.ollama.json"))
 	n := 0
 	for _, f := range reqs {
-		if strings.HasSuffix(f, ".resp.canon.json") {
-			continue
-		}
 		n++
-		name := strings.TrimSuffix(filepath.Base(f), ".canon.json")
+		name := strings.TrimSuffix(filepath.Base(f), ".req.canon.json")
 		t.Run("encode/"+name, func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -93,7 +90,7 @@ func TestEmbedGolden(t *testing.T) {
 			if meta[abi.MetaPath] != embedPath || meta[abi.MetaMethod] != "POST" || meta[abi.MetaContentType] != "application/json" {
 				t.Errorf("meta %v", meta)
 			}
-			embedGolden(t, filepath.Join(dir, name+".ollama.json"), out)
+			embedGolden(t, filepath.Join(dir, name+".req.ollama.json"), out)
 		})
 	}
 	if n < 2 || len(resps) < 2 {

@@ -78,7 +78,7 @@ func TestFirstPartyBundle(t *testing.T) {
 	// vLLM's recorded responses (status only: their canonical form is
 	// vLLM's own tests' business).
 	statusVectors(t, filepath.Join(root, "plugins/vllm/testdata/requests/*.json"), parts["openai"].GoldenDir, "request_decode",
-		map[string]string{"no_model": "bad_input", "sampling": "bad_input"})
+		map[string]string{"no_model": "bad_input"}) // sampling.json has n: 2, which openai takes since n > 1 went in
 	statusVectors(t, filepath.Join(root, "plugins/vllm/testdata/responses/*.json"), parts["vllm"].GoldenDir, "response_decode", nil)
 
 	rep, err := Check(context.Background(), wasm, Options{Kind: sdk.KindBundle, GoldenDir: gdir, Parts: parts,
@@ -168,18 +168,23 @@ type fpPlugin struct {
 var firstPartyPlugins = []fpPlugin{
 	{"openai", sdk.KindTranslator, func(t *testing.T, pdir, gdir string) {
 		pairs(t, filepath.Join(pdir, "requests"), gdir, "request_decode", ".req.json", ".canon.json")
+		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_request_decode", ".req.json", ".canon.json")
 	}, ""},
-	{"vllm", sdk.KindAdapter, func(t *testing.T, _, gdir string) {
+	{"vllm", sdk.KindAdapter, func(t *testing.T, pdir, gdir string) {
 		writeVector(t, gdir, "not_found", `{"op": "error_decode", "meta": {"status": "404"},
   "input": {"error":{"message":"The model `+"`gpt-4`"+` does not exist.","type":"NotFoundError","param":"model","code":404}},
   "want": {"payload": {"status": 404, "type": "not_found", "code": "model_not_found",
     "message": "The model `+"`gpt-4`"+` does not exist.", "param": "model"}}}`)
 		writeVector(t, gdir, "health", `{"op": "probe_decode", "meta": {"probe": "health", "status": "200"},
   "input": "", "want": {"payload": {"healthy": true}}}`)
+		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_request_encode", ".req.canon.json", ".req.vllm.json")
+		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_response_decode", ".resp.vllm.json", ".resp.canon.json")
 	}, "streams/*.sse"},
 	{"ollama", sdk.KindAdapter, func(t *testing.T, pdir, gdir string) {
 		pairs(t, filepath.Join(pdir, "request"), gdir, "request_encode", ".canon.json", ".ollama.json")
 		pairs(t, filepath.Join(pdir, "response"), gdir, "response_decode", ".ollama.json", ".canon.json")
+		pairs(t, filepath.Join(pdir, "embed"), gdir, "embed_request_encode", ".req.canon.json", ".req.ollama.json")
+		pairs(t, filepath.Join(pdir, "embed"), gdir, "embed_response_decode", ".resp.ollama.json", ".resp.canon.json")
 	}, "stream/*.ndjson"},
 }
 

@@ -15,8 +15,10 @@ type input struct {
 
 // translatorOps and adapterOps are the ops of each kind.
 var (
-	translatorOps = []abi.Op{abi.OpRequestDecode, abi.OpResponseEncode, abi.OpStreamEncode, abi.OpErrorEncode, abi.OpModelsEncode}
-	adapterOps    = []abi.Op{abi.OpRequestEncode, abi.OpResponseDecode, abi.OpStreamDecode, abi.OpErrorDecode, abi.OpProbeDecode}
+	translatorOps = []abi.Op{abi.OpRequestDecode, abi.OpResponseEncode, abi.OpStreamEncode, abi.OpErrorEncode, abi.OpModelsEncode,
+		abi.OpEmbedRequestDecode, abi.OpEmbedResponseEncode}
+	adapterOps = []abi.Op{abi.OpRequestEncode, abi.OpResponseDecode, abi.OpStreamDecode, abi.OpErrorDecode, abi.OpProbeDecode,
+		abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode}
 )
 
 func opsOf(k sdk.Kind) []abi.Op {
@@ -43,6 +45,10 @@ func samples(m *sdk.Manifest) []input {
 	last := canon.ChatChunk{ID: "r1", Model: "m", Created: 1700000000, Choices: []canon.ChunkChoice{{FinishReason: canon.FinishStop}}}
 	cerr := canon.Error{Status: 404, Type: canon.ErrNotFound, Code: "model_not_found", Message: "no such model"}
 	models := canon.ModelList{Models: []canon.Model{{ID: "m", OwnedBy: "me", Created: 1700000000}}}
+	// Embedding ops (2.2) are optional: a plugin without them answers
+	// unsupported, which the checks accept as any other status.
+	ereq := canon.EmbeddingRequest{Model: "m", Input: []string{"hello", "wörld"}, Dimensions: 8}
+	eresp := canon.EmbeddingResponse{Model: "m", Vectors: [][]float32{{0.5, -0.25, 1e-7}, {1, 0, 0}}, Usage: &canon.Usage{PromptTokens: 2, TotalTokens: 2}}
 
 	meta := func(kv ...string) []byte {
 		var b []byte
@@ -73,6 +79,8 @@ func samples(m *sdk.Manifest) []input {
 			in(abi.OpStreamDecode, abi.FlagEnd, nil, list([]byte(`[DONE]`))),
 			in(abi.OpErrorDecode, 0, meta("status", "500"), []byte(`{"error":{"message":"boom"}}`)),
 			in(abi.OpProbeDecode, 0, meta("probe", probe), []byte(`{"data":[{"id":"m"}]}`)),
+			in(abi.OpEmbedRequestEncode, 0, nil, ereq.AppendJSON(nil)),
+			in(abi.OpEmbedResponseDecode, 0, nil, []byte(`{"model":"m","data":[{"index":0,"embedding":[0.5,-0.25]}],"embeddings":[[0.5,-0.25]],"usage":{"prompt_tokens":2}}`)),
 		}
 	}
 	route, id := "chat", "r1"
@@ -83,6 +91,8 @@ func samples(m *sdk.Manifest) []input {
 		in(abi.OpStreamEncode, abi.FlagEnd, meta("route", route, "id", id, "model", "m"), list(last.AppendJSON(nil))),
 		in(abi.OpErrorEncode, 0, meta("route", route), cerr.AppendJSON(nil)),
 		in(abi.OpModelsEncode, 0, meta("route", "models"), models.AppendJSON(nil)),
+		in(abi.OpEmbedRequestDecode, 0, meta("route", "embeddings"), []byte(`{"model":"m","input":["hello","wörld"],"encoding_format":"base64"}`)),
+		in(abi.OpEmbedResponseEncode, 0, meta("route", "embeddings", "id", id, "model", "m", "encoding_format", "base64"), eresp.AppendJSON(nil)),
 	}
 }
 
