@@ -43,6 +43,8 @@ func pluginSets(t *testing.T) []pluginSet {
 		{"bundle", bundle, true},
 		{"native-bundle", native("bundle", `  - {name: firstparty, kind: bundle, path: "native:firstparty"}`+"\n"), true},
 		{"native-separate", native("separate", `  - {name: openai, kind: translator, path: "native:openai"}
+  - {name: anthropic, kind: translator, path: "native:anthropic"}
+  - {name: ollama-api, kind: translator, path: "native:ollama-api"}
   - {name: vllm, kind: adapter, path: "native:vllm"}
   - {name: ollama, kind: adapter, path: "native:ollama"}
 `), false},

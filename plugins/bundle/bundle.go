@@ -1,9 +1,10 @@
-// Package bundle is MindRouter's first-party bundle: the openai translator
-// and the vllm and ollama adapters served by one WebAssembly module, so the
+// Package bundle is MindRouter's first-party bundle: the openai, anthropic
+// and ollama-api translators and the vllm and ollama adapters served by one
+// WebAssembly module, so the
 // gateway can run a request's translator and adapter in one fused call per
 // direction (see sdk.NewBundle and the fused ops of package abi). The
-// separate openai, vllm and ollama modules stay; this one serves the same
-// components with the same bytes.
+// separate modules stay; this one serves the same components with the same
+// bytes.
 //
 // Build it with make plugins (plugins/bundle.wasm) or
 //
@@ -11,7 +12,9 @@
 package bundle
 
 import (
+	"github.com/mindrouter/mindrouter/plugins/anthropic"
 	"github.com/mindrouter/mindrouter/plugins/ollama"
+	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -25,9 +28,11 @@ const (
 
 // Component indexes, as the host puts them in the call header.
 const (
-	OpenAI uint16 = iota // translator
-	VLLM                 // adapter
-	Ollama               // adapter
+	OpenAI    uint16 = iota // translator
+	VLLM                    // adapter
+	Ollama                  // adapter
+	Anthropic               // translator
+	OllamaAPI               // translator (Ollama's client API)
 )
 
 // Parts returns fresh components in index order, the openai translator
@@ -44,6 +49,8 @@ func parts() []sdk.Component {
 		sdk.TranslatorPart(openai.Manifest(), openai.New()),
 		sdk.AdapterPart(vllm.Manifest(), vllm.New()),
 		sdk.AdapterPart(ollama.Manifest(), ollama.New()),
+		sdk.TranslatorPart(anthropic.Manifest(), anthropic.New()),
+		sdk.TranslatorPart(ollamaapi.Manifest(), ollamaapi.New()),
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mindrouter/mindrouter/plugins/anthropic"
+	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -22,6 +24,36 @@ var routeMeta = []string{abi.MetaRoute, openai.RouteChat, abi.MetaKind, string(s
 
 var headerMeta = append(append([]string{}, routeMeta...),
 	abi.MetaID, "chatcmpl-bundle1", abi.MetaModel, "served-model", abi.MetaCreated, "1700000000")
+
+// translatorRoutes are the chat routes of each translator the response and
+// stream vectors run through (Ollama's API has two, chat and generate).
+var translatorRoutes = []struct {
+	ti    uint16
+	route string
+}{{OpenAI, openai.RouteChat}, {Anthropic, anthropic.RouteMessages}, {OllamaAPI, ollamaapi.RouteChat}, {OllamaAPI, ollamaapi.RouteGenerate}}
+
+// routeMetaOf is the host's route meta for a request vector: the
+// translator's chat route (Ollama's generate for its generate goldens).
+func routeMetaOf(v vec) []string {
+	switch {
+	case v.ti == Anthropic:
+		return []string{abi.MetaRoute, anthropic.RouteMessages, abi.MetaKind, string(sdk.EndpointChat)}
+	case v.ti == OllamaAPI && strings.Contains(filepath.Base(v.name), "generate"):
+		return []string{abi.MetaRoute, ollamaapi.RouteGenerate, abi.MetaKind, string(sdk.EndpointChat)}
+	}
+	return routeMeta
+}
+
+// withRoute replaces the route of a meta list (key, value, ...).
+func withRoute(meta []string, route string) []string {
+	out := append([]string{}, meta...)
+	for i := 0; i+1 < len(out); i += 2 {
+		if out[i] == abi.MetaRoute {
+			out[i+1] = route
+		}
+	}
+	return out
+}
 
 type vec struct {
 	name   string
@@ -42,6 +74,12 @@ func requestVectors(t testing.TB) []vec {
 	}
 	for _, f := range glob(t, "vllm/testdata/requests/*.json") {
 		vs = append(vs, vec{name: f, ti: OpenAI, body: read(t, f)})
+	}
+	for _, f := range glob(t, "anthropic/testdata/requests/*.req.json") {
+		vs = append(vs, vec{name: f, ti: Anthropic, body: read(t, f)})
+	}
+	for _, f := range glob(t, "ollamaapi/testdata/requests/*.req.json") {
+		vs = append(vs, vec{name: f, ti: OllamaAPI, body: read(t, f)})
 	}
 	for _, f := range append(glob(t, "openai/testdata/requests/*.canon.json"), glob(t, "ollama/testdata/request/*.canon.json")...) {
 		vs = append(vs, vec{name: f, ti: CanonT, body: read(t, f)})
@@ -132,8 +170,9 @@ func TestFusedRequest_MatchesCanonical(t *testing.T) {
 				}
 				name := v.name + " × " + names[ai] + " ctx=" + ctx
 				// The host's fused meta: the route's, then the context length.
-				got := do(t, p, abi.OpFusedRequest, input(v.ti, ai, 0, nil, metaList(append(append([]string{}, routeMeta...), ctxMeta...)...), v.body))
-				want := do(t, s[v.ti], abi.OpRequestDecode, input(0, 0, 0, nil, metaList(routeMeta...), v.body))
+				rm := routeMetaOf(v)
+				got := do(t, p, abi.OpFusedRequest, input(v.ti, ai, 0, nil, metaList(append(append([]string{}, rm...), ctxMeta...)...), v.body))
+				want := do(t, s[v.ti], abi.OpRequestDecode, input(0, 0, 0, nil, metaList(rm...), v.body))
 				if want.ok() {
 					enc := do(t, s[ai], abi.OpRequestEncode, input(0, 0, 0, nil, metaList(ctxMeta...), want.Payload))
 					if enc.ok() {
@@ -157,20 +196,22 @@ func TestFusedRequest_MatchesCanonical(t *testing.T) {
 
 func TestFusedResponse_MatchesCanonical(t *testing.T) {
 	p, s := testBundle(), singles()
-	meta := metaList(headerMeta...)
 	n := 0
 	for _, v := range responseVectors(t) {
-		got := do(t, p, abi.OpFusedResponse, input(OpenAI, v.ai, 0, nil, meta, v.body))
-		want := do(t, s[v.ai], abi.OpResponseDecode, input(0, 0, 0, nil, nil, v.body))
-		if want.ok() {
-			enc := do(t, s[OpenAI], abi.OpResponseEncode, input(0, 0, 0, nil, meta, want.Payload))
-			if enc.ok() {
-				enc.Meta = merge(t, want.Meta, enc.Meta)
+		for _, tr := range translatorRoutes {
+			meta := metaList(withRoute(headerMeta, tr.route)...)
+			got := do(t, p, abi.OpFusedResponse, input(tr.ti, v.ai, 0, nil, meta, v.body))
+			want := do(t, s[v.ai], abi.OpResponseDecode, input(0, 0, 0, nil, nil, v.body))
+			if want.ok() {
+				enc := do(t, s[tr.ti], abi.OpResponseEncode, input(0, 0, 0, nil, meta, want.Payload))
+				if enc.ok() {
+					enc.Meta = merge(t, want.Meta, enc.Meta)
+				}
+				want = enc
 			}
-			want = enc
+			same(t, v.name+" × "+names[tr.ti]+" "+tr.route, got, want)
+			n++
 		}
-		same(t, v.name+" × openai", got, want)
-		n++
 	}
 	t.Logf("%d response cases", n)
 }
@@ -184,8 +225,10 @@ func TestFusedStream_MatchesCanonical(t *testing.T) {
 		if v.meta != nil {
 			metas = metas[:1] // the case says what the client asked for
 		}
-		for _, extra := range metas {
-			meta := metaList(append(append([]string{}, headerMeta...), extra...)...)
+		for k, extra := range metas {
+			// Every translator route in turn, one per variant and vector.
+			tr := translatorRoutes[(vectors+k)%len(translatorRoutes)]
+			meta := metaList(append(withRoute(headerMeta, tr.route), extra...)...)
 			vectors++
 			cuts := splits(rng, v.events, 6)
 			// The translator's first call after the adapter's: an empty batch first.
@@ -196,10 +239,10 @@ func TestFusedStream_MatchesCanonical(t *testing.T) {
 			cuts = append(cuts, lead)
 			var whole []byte
 			for i, batches := range cuts {
-				want := unfusedRelay(t, s[OpenAI], s[v.ai], 0, 0, meta).run(batches)
-				got := fusedRelay(t, p, OpenAI, v.ai, meta).run(batches)
+				want := unfusedRelay(t, s[tr.ti], s[v.ai], 0, 0, meta).run(batches)
+				got := fusedRelay(t, p, tr.ti, v.ai, meta).run(batches)
 				if d := got.diff(want); d != "" {
-					t.Fatalf("%s × openai %s, split %d (%d batches): %s", v.name, extra, i, len(batches), d)
+					t.Fatalf("%s × %s %s %s, split %d (%d batches): %s", v.name, names[tr.ti], tr.route, extra, i, len(batches), d)
 				}
 				if want.fail == nil {
 					// Where batches go must not change the client's bytes.
@@ -260,13 +303,14 @@ func TestFused_Interleaved(t *testing.T) {
 
 func TestManifest(t *testing.T) {
 	m := New().Manifest()
-	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Components) != 3 {
+	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Components) != 5 {
 		t.Fatalf("manifest %+v", m)
 	}
 	for i, want := range []struct {
 		name string
 		kind sdk.Kind
-	}{{"openai", sdk.KindTranslator}, {"vllm", sdk.KindAdapter}, {"ollama", sdk.KindAdapter}} {
+	}{{"openai", sdk.KindTranslator}, {"vllm", sdk.KindAdapter}, {"ollama", sdk.KindAdapter},
+		{"anthropic", sdk.KindTranslator}, {"ollama-api", sdk.KindTranslator}} {
 		if c := m.Components[i]; c.Name != want.name || c.Kind != want.kind || c.ABI != abi.Version {
 			t.Errorf("component %d: %s %s", i, c.Name, c.Kind)
 		}

@@ -10,7 +10,9 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/mindrouter/mindrouter/plugins/anthropic"
 	"github.com/mindrouter/mindrouter/plugins/ollama"
+	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -24,8 +26,8 @@ import (
 // too: canonT "decodes" a canonical request, canonA "decodes" a canonical
 // response or one canonical chunk per event ("[DONE]" ends the stream).
 const (
-	CanonT uint16 = 3
-	CanonA uint16 = 4
+	CanonT uint16 = OllamaAPI + 1
+	CanonA uint16 = OllamaAPI + 2
 )
 
 type canonTranslator struct{ sdk.Unimplemented }
@@ -77,15 +79,18 @@ func testBundle() *sdk.Plugin {
 // as the gateway runs them today, by bundle index.
 func singles() map[uint16]*sdk.Plugin {
 	return map[uint16]*sdk.Plugin{
-		OpenAI: sdk.NewTranslator(openai.Manifest(), openai.New()),
-		VLLM:   sdk.NewAdapter(vllm.Manifest(), vllm.New()),
-		Ollama: sdk.NewAdapter(ollama.Manifest(), ollama.New()),
-		CanonT: sdk.NewTranslator(canonTPart().Manifest(), canonTranslator{}),
-		CanonA: sdk.NewAdapter(canonAPart().Manifest(), canonAdapter{}),
+		OpenAI:    sdk.NewTranslator(openai.Manifest(), openai.New()),
+		VLLM:      sdk.NewAdapter(vllm.Manifest(), vllm.New()),
+		Ollama:    sdk.NewAdapter(ollama.Manifest(), ollama.New()),
+		Anthropic: sdk.NewTranslator(anthropic.Manifest(), anthropic.New()),
+		OllamaAPI: sdk.NewTranslator(ollamaapi.Manifest(), ollamaapi.New()),
+		CanonT:    sdk.NewTranslator(canonTPart().Manifest(), canonTranslator{}),
+		CanonA:    sdk.NewAdapter(canonAPart().Manifest(), canonAdapter{}),
 	}
 }
 
-var names = map[uint16]string{OpenAI: "openai", VLLM: "vllm", Ollama: "ollama", CanonT: "canonT", CanonA: "canonA"}
+var names = map[uint16]string{OpenAI: "openai", VLLM: "vllm", Ollama: "ollama", Anthropic: "anthropic", OllamaAPI: "ollama-api",
+	CanonT: "canonT", CanonA: "canonA"}
 
 // res is an abi.Result copied out of the plugin's buffer, its meta as a map.
 type res struct {

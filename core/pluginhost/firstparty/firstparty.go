@@ -3,8 +3,10 @@
 // "native:NAME" serves the very Go packages the .wasm modules are built
 // from, compiled into the gateway:
 //
-//	native:firstparty  the bundle (plugins/bundle: openai, vllm, ollama; kind bundle)
+//	native:firstparty  the bundle (plugins/bundle: openai, vllm, ollama, anthropic, ollama-api; kind bundle)
 //	native:openai      the OpenAI translator (kind translator)
+//	native:anthropic   the Anthropic Messages translator (kind translator)
+//	native:ollama-api  the translator for Ollama's client API (kind translator)
 //	native:vllm        the vLLM adapter (kind adapter)
 //	native:ollama      the Ollama adapter (kind adapter)
 //
@@ -17,8 +19,10 @@ import (
 	"sync"
 
 	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/plugins/anthropic"
 	"github.com/mindrouter/mindrouter/plugins/bundle"
 	"github.com/mindrouter/mindrouter/plugins/ollama"
+	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
 	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -31,6 +35,10 @@ var Factories = map[string]func() *sdk.Plugin{
 	"openai":    func() *sdk.Plugin { return sdk.NewTranslator(openai.Manifest(), openai.New()) },
 	"vllm":      func() *sdk.Plugin { return sdk.NewAdapter(vllm.Manifest(), vllm.New()) },
 	"ollama":    func() *sdk.Plugin { return sdk.NewAdapter(ollama.Manifest(), ollama.New()) },
+	"anthropic": func() *sdk.Plugin { return sdk.NewTranslator(anthropic.Manifest(), anthropic.New()) },
+	"ollama-api": func() *sdk.Plugin {
+		return sdk.NewTranslator(ollamaapi.Manifest(), ollamaapi.New())
+	},
 }
 
 var once sync.Once
