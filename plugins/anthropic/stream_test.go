@@ -176,6 +176,17 @@ func checkStreamWithSDK(t *testing.T, sc streamCase, b []byte) {
 			t.Errorf("call %d input %s, streamed %s", i, calls[i].Input, args[idx])
 		}
 	}
+	// The accumulated message sent back as history decodes to what was
+	// streamed.
+	body, err := json.Marshal(anth.MessageNewParams{Model: "m", MaxTokens: 1, Messages: []anth.MessageParam{
+		anth.NewUserMessage(anth.NewTextBlock("q")), acc.ToParam()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req, err := decode(t, string(body)); err != nil || len(req.Messages) != 2 || req.Messages[1].Reasoning != thinking ||
+		req.Messages[1].Text() != text || len(req.Messages[1].ToolCalls) != len(order) {
+		t.Errorf("history %s decodes to %+v (%v)", body, req, err)
+	}
 	if want := stopReason(fr, len(order) > 0); string(acc.StopReason) != want {
 		t.Errorf("stop_reason %q want %q", acc.StopReason, want)
 	}
