@@ -135,6 +135,9 @@ func TestOpenAISDK_EmbeddingsErrors(t *testing.T) {
 		{"tokens", openai.EmbeddingNewParams{Model: vllmModel, Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfTokens: []int64{1, 2}}}, 400, "token arrays"},
 		{"too many", openai.EmbeddingNewParams{Model: vllmModel, Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: make([]string, 2049)}}, 400, "at most 2048"},
 		{"unknown model", openai.EmbeddingNewParams{Model: "nope", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("a")}}, 404, "nope"},
+		// vLLM refuses more dimensions than the model has: its 400,
+		// through the adapter's error_decode, in OpenAI's shape.
+		{"backend 400", openai.EmbeddingNewParams{Model: vllmModel, Dimensions: openai.Int(100000), Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("a")}}, 400, "dimensions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.client.Embeddings.New(context.Background(), tc.p)
@@ -256,4 +259,28 @@ func sameVector(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkEmbeddings measures an 8-input embedding request through the
+// gateway (openai translator, .wasm adapters) on each engine, and the same
+// request straight to the backend.
+func BenchmarkEmbeddings(b *testing.B) {
+	t := &testing.T{}
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "log: {level: warn}\n")
+	_, ollamaURL := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{ollamaModel}})
+	inputs := `["one","two three","four five six","seven","eight nine","ten","eleven twelve","thirteen"]`
+	for _, tc := range []struct{ name, model, direct, directBody string }{
+		{"vllm", vllmModel, e.vllmURL + "/v1/embeddings", `{"model":"` + vllmModel + `","input":` + inputs + `}`},
+		{"ollama", ollamaModel, ollamaURL + "/api/embed", `{"model":"` + ollamaModel + `","input":` + inputs + `}`},
+	} {
+		for _, enc := range []string{"float", "base64"} {
+			body := []byte(`{"model":"` + tc.model + `","input":` + inputs + `,"encoding_format":"` + enc + `"}`)
+			b.Run("gateway/"+tc.name+"/"+enc, func(b *testing.B) {
+				benchPost(b, e.base+"/v1/embeddings", body, "Bearer "+adminKey)
+			})
+		}
+		b.Run("direct/"+tc.name, func(b *testing.B) {
+			benchPost(b, tc.direct, []byte(tc.directBody), "")
+		})
+	}
 }
