@@ -181,3 +181,37 @@ func FuzzEncodeStream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeEmbeddingRequest: any body on either embedding route gives a
+// canonical request with a model and input, or a BadInput; never a panic.
+func FuzzDecodeEmbeddingRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"all-minilm","input":["Why is the sky blue?","Why is the grass green?"],"truncate":false,"dimensions":256}`,
+		`{"model":"all-minilm","input":"x","keep_alive":"5m","options":{"num_ctx":8}}`,
+		`{"model":"all-minilm","prompt":"Here is an article about llamas..."}`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	p := newPlugin()
+	f.Fuzz(func(t *testing.T, body []byte, legacy bool) {
+		route := RouteEmbed
+		if legacy {
+			route = RouteEmbeddings
+		}
+		r := call(t, p, abi.OpEmbedRequestDecode, 0, nil, body, abi.MetaRoute, route)
+		switch r.Status {
+		case abi.StatusOK:
+			var req canon.EmbeddingRequest
+			if err := req.DecodeJSON(r.Payload); err != nil || req.Model == "" || len(req.Input) == 0 {
+				t.Fatalf("canonical output %s: %v", r.Payload, err)
+			}
+		case abi.StatusBadInput:
+			if r.Error == "" {
+				t.Fatal("BadInput without a message")
+			}
+		default:
+			t.Fatalf("status %s: %s", r.Status, r.Error)
+		}
+	})
+}
