@@ -330,6 +330,37 @@ func TestAnthropicSDK_Images(t *testing.T) {
 	}
 }
 
+// TestAnthropicSDK_ImageURL: an image block with a url source reaches vLLM
+// as an image_url part with that URL, and Ollama (which takes inline
+// images only) as base64 fetched by the gateway's guarded fetcher (the
+// test server's loopback address allowed, as an operator allows an
+// internal image store).
+func TestAnthropicSDK_ImageURL(t *testing.T) {
+	img, hits := imageServer(t)
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
+	c := anthropicClient(e, false, adminKey)
+	url := img.URL + "/cat.png"
+	for _, model := range []string{vllmModel, ollamaModel} {
+		p := anthropicParams(model, "")
+		p.System = nil
+		p.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(
+			anthropic.NewImageBlock(anthropic.URLImageSourceParam{URL: url}),
+			anthropic.NewTextBlock("What is in this picture?"),
+		)}
+		if _, err := c.Messages.New(context.Background(), p); err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		sent := string(lastBackendBody(e, model))
+		if model == ollamaModel && !strings.Contains(sent, `"images":["`+onePixelPNG+`"]`) ||
+			model == vllmModel && !strings.Contains(sent, `"url":"`+url+`"`) {
+			t.Fatalf("%s: backend got %s", model, sent)
+		}
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("image server hits = %d, want 1 (Ollama's fetch)", hits.Load())
+	}
+}
+
 // TestAnthropicSDK_JSONSchema: output_config.format reaches each engine
 // as its structured-output switch, and the text is a JSON document with
 // the schema's required property.
