@@ -46,9 +46,8 @@ func Manifest() sdk.Manifest {
 // It is not safe for concurrent use; the scratch buffers it holds are
 // reused from call to call and carry no stream state.
 type Translator struct {
-	p   fastjson.Parser
-	buf []byte          // scratch for one event's JSON
-	st  sdk.StateWriter // scratch for the state blob
+	p  fastjson.Parser // reused for requests and tool arguments
+	st sdk.StateWriter // scratch for the state blob
 }
 
 // New returns a Translator.
