@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -73,6 +74,11 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 	}
 	if req.Model == "" {
 		return errRequired("model")
+	}
+	if !utf8.ValidString(req.Model) {
+		// The host routes on the name as sent; canonical JSON would carry
+		// it with U+FFFD in place of the bad bytes, another name.
+		return sdk.BadInput("model must be valid UTF-8")
 	}
 	if err := decodeEmbeddingInput(input, req); err != nil {
 		return err

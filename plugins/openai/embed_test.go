@@ -178,6 +178,7 @@ func TestEmbedRequestErrors(t *testing.T) {
 		{`{"input":"a"}`, "model is required"},
 		{`{"model":"","input":"a"}`, "model is required"},
 		{`{"model":7,"input":"a"}`, "model must be a string"},
+		{"{\"model\":\"\x80\",\"input\":\"a\"}", "model must be valid UTF-8"},
 		{`{"model":"m","input":"a","encoding_format":"int8"}`, `encoding_format must be "float" or "base64"`},
 		{`{"model":"m","input":"a","dimensions":0}`, "dimensions must be a positive integer"},
 		{`{"model":"m","input":"a","dimensions":1.5}`, "dimensions must be a positive integer"},
