@@ -30,7 +30,8 @@ var headerMeta = append(append([]string{}, routeMeta...),
 var translatorRoutes = []struct {
 	ti    uint16
 	route string
-}{{OpenAI, openai.RouteChat}, {Anthropic, anthropic.RouteMessages}, {OllamaAPI, ollamaapi.RouteChat}, {OllamaAPI, ollamaapi.RouteGenerate}}
+}{{OpenAI, openai.RouteChat}, {OpenAI, openai.RouteCompletions}, {Anthropic, anthropic.RouteMessages},
+	{OllamaAPI, ollamaapi.RouteChat}, {OllamaAPI, ollamaapi.RouteGenerate}}
 
 // routeMetaOf is the host's route meta for a request vector: the
 // translator's chat route (Ollama's generate for its generate goldens).
@@ -38,6 +39,8 @@ func routeMetaOf(v vec) []string {
 	switch {
 	case v.ti == Anthropic:
 		return []string{abi.MetaRoute, anthropic.RouteMessages, abi.MetaKind, string(sdk.EndpointChat)}
+	case v.ti == OpenAI && strings.HasPrefix(v.name, "completion"):
+		return []string{abi.MetaRoute, openai.RouteCompletions, abi.MetaKind, string(sdk.EndpointChat)}
 	case v.ti == OllamaAPI && strings.Contains(filepath.Base(v.name), "generate"):
 		return []string{abi.MetaRoute, ollamaapi.RouteGenerate, abi.MetaKind, string(sdk.EndpointChat)}
 	}
@@ -89,6 +92,10 @@ func requestVectors(t testing.TB) []vec {
 		vs = append(vs, vec{name: "bad request " + string(rune('a'+i)), ti: OpenAI, body: []byte(b)})
 	}
 	vs = append(vs, vec{name: "bad canonical request", ti: CanonT, body: []byte(`[1]`)})
+	for i, b := range []string{`{"model":"m","prompt":"Once upon a time","max_tokens":16,"temperature":0.2,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","prompt":["a","b"],"n":2,"logprobs":1,"stop":["\n"]}`, `{"model":"m","prompt":[1,2]}`, `{"model":"m","messages":[]}`} {
+		vs = append(vs, vec{name: "completion " + string(rune('a'+i)), ti: OpenAI, body: []byte(b)})
+	}
 	return vs
 }
 
@@ -105,7 +112,10 @@ func responseVectors(t testing.TB) []vec {
 			vs = append(vs, vec{name: f, ai: VLLM, body: read(t, f)})
 		}
 	}
-	for _, f := range glob(t, "ollama/testdata/response/*.ollama.json") {
+	for _, f := range glob(t, "vllm/testdata/completions/*.json") {
+		vs = append(vs, vec{name: f, ai: VLLM, body: read(t, f)})
+	}
+	for _, f := range append(glob(t, "ollama/testdata/response/*.ollama.json"), glob(t, "ollama/testdata/generate/*.ollama.json")...) {
 		vs = append(vs, vec{name: f, ai: Ollama, body: read(t, f)})
 	}
 	for _, f := range append(glob(t, "openai/testdata/responses/*.canon.json"), glob(t, "ollama/testdata/response/*.canon.json")...) {
@@ -123,10 +133,10 @@ func responseVectors(t testing.TB) []vec {
 // decoded goldens).
 func streamVectors(t testing.TB) []vec {
 	var vs []vec
-	for _, f := range append(glob(t, "vllm/testdata/streams/*.sse"), glob(t, "openai/testdata/streams/*.sse")...) {
+	for _, f := range append(append(glob(t, "vllm/testdata/streams/*.sse"), glob(t, "openai/testdata/streams/*.sse")...), glob(t, "vllm/testdata/completions/*.sse")...) {
 		vs = append(vs, vec{name: f, ai: VLLM, events: frameSSE(read(t, f))})
 	}
-	for _, f := range glob(t, "ollama/testdata/stream/*.ndjson") {
+	for _, f := range append(glob(t, "ollama/testdata/stream/*.ndjson"), glob(t, "ollama/testdata/generate/*.ndjson")...) {
 		vs = append(vs, vec{name: f, ai: Ollama, events: frameNDJSON(read(t, f))})
 	}
 	for _, f := range glob(t, "openai/testdata/streams/*.json") {

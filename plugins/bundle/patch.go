@@ -143,6 +143,11 @@ func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 // metaOK reports whether meta holds the gateway's id, model and created
 // (openai's header uses them over the backend's; the patch needs them).
 func metaOK(c *sdk.Call) (id, model, created []byte, ok bool) {
+	// Only chat answers: the completions route's text_completion objects
+	// (and any later route) go through the components.
+	if route, _ := c.MetaBytes(abi.MetaRoute); len(route) > 0 && string(route) != openai.RouteChat {
+		return nil, nil, nil, false
+	}
 	id, _ = c.MetaBytes(abi.MetaID)
 	model, _ = c.MetaBytes(abi.MetaModel)
 	created, _ = c.MetaBytes(abi.MetaCreated)

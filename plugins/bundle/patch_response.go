@@ -121,6 +121,8 @@ func (p *openaiVLLM) choice(stream bool, ch *backendChoice) bool {
 		case "logprobs":
 			v, ok := s.value()
 			return ok && field(&logprobs, v) && v.null()
+		case "text": // a text_completion choice: the components read it
+			return false
 		}
 		_, ok := s.value()
 		return ok

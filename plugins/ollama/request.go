@@ -33,6 +33,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	if req.N > 1 {
 		return sdk.BadInput("n > 1 is not supported by Ollama backends (one choice per request)")
 	}
+	if len(req.Prompt) > 0 {
+		return a.encodeGenerate(req, out)
+	}
 	if urls := imageURLs(c, req.Messages); len(urls) > 0 {
 		return sdk.NeedImages(urls...)
 	}

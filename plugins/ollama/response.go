@@ -26,6 +26,9 @@ func (a *Adapter) DecodeResponse(c *sdk.Call, body []byte, resp *canon.ChatRespo
 	ch := &resp.Choices[0]
 	m := &ch.Message
 	m.Role = canon.RoleAssistant
+	if text, ok := generateText(v); ok && text != "" { // a raw /api/generate answer: no <think> split
+		m.Content = []canon.Part{{Type: canon.PartText, Text: text}}
+	}
 	if msg := v.Get("message"); msg != nil && msg.Type() != fastjson.TypeNull {
 		if msg.Type() != fastjson.TypeObject {
 			return sdk.BadInput("ollama response: message is not an object")

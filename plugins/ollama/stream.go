@@ -118,6 +118,9 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 	model := string(v.GetStringBytes("model"))
 	created := parseCreated(v.GetStringBytes("created_at"))
 	var d canon.Delta
+	if text, ok := generateText(v); ok { // a raw /api/generate line: no <think> split
+		d.Content = text
+	}
 	if msg := v.Get("message"); msg != nil && msg.Type() != fastjson.TypeNull {
 		if msg.Type() != fastjson.TypeObject {
 			return sdk.BadInput("ollama stream line: message is not an object")

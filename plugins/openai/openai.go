@@ -37,6 +37,11 @@ func Manifest() sdk.Manifest {
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
 					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
 				}},
+			{Name: RouteCompletions, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/completions",
+				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
+					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
+					MaxTokens: []string{"max_tokens"},
+				}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
 			{Name: RouteTokenize, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/tokenize",
 				Routing: &sdk.Routing{Model: "model"}},

@@ -92,8 +92,8 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 // DecodeRequest parses a Chat Completions request body into req.
 func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequest) error {
 	route, _ := c.MetaBytes(abi.MetaRoute)
-	tokenize := string(route) == RouteTokenize
-	if len(route) > 0 && string(route) != RouteChat && !tokenize {
+	tokenize, completion := string(route) == RouteTokenize, string(route) == RouteCompletions
+	if len(route) > 0 && string(route) != RouteChat && !tokenize && !completion {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
 	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
@@ -123,8 +123,11 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 		return errRequired("model")
 	}
 	req.Model = s
-	if tokenize {
+	switch {
+	case tokenize:
 		return decodeTokenize(o, &f, req)
+	case completion:
+		return decodeCompletion(o, &f, req)
 	}
 	if err := decodeMessages(f.messages, req); err != nil {
 		return err

@@ -277,8 +277,18 @@ func TestDecodeRequest_Route(t *testing.T) {
 
 func TestManifest(t *testing.T) {
 	m := newPlugin().Manifest()
-	if m.Name != "openai" || m.Kind != sdk.KindTranslator || m.Format != "openai" || m.StateVersion != 1 || len(m.Routes) != 2 {
+	if m.Name != "openai" || m.Kind != sdk.KindTranslator || m.Format != "openai" || m.StateVersion != 1 {
 		t.Errorf("manifest = %+v", m)
+	}
+	kinds := map[string]sdk.Endpoint{}
+	for _, r := range m.Routes {
+		kinds[r.Path] = r.Kind
+	}
+	for path, kind := range map[string]sdk.Endpoint{"/v1/chat/completions": sdk.EndpointChat, "/v1/completions": sdk.EndpointChat,
+		"/v1/models": sdk.EndpointModels, "/v1/tokenize": sdk.EndpointTokenize, "/v1/embeddings": sdk.EndpointEmbedding} {
+		if kinds[path] != kind || len(kinds) != 5 {
+			t.Errorf("route %s: kind %q (routes %v)", path, kinds[path], kinds)
+		}
 	}
 	r := call(t, newPlugin(), abi.OpRequestEncode, 0, nil, nil)
 	if r.Status != abi.StatusUnsupported {

@@ -6,8 +6,12 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
-// EncodeResponse writes a chat.completion object.
+// EncodeResponse writes a chat.completion object (a text_completion one
+// on the completions route).
 func (t *Translator) EncodeResponse(c *sdk.Call, resp *canon.ChatResponse, out *sdk.Output) error {
+	if completionRoute(c) {
+		return t.encodeCompletion(c, resp, out)
+	}
 	var h header
 	h.read(c, resp.ID, resp.Model, resp.Created)
 	b := h.append(out.Body, "chat.completion")

@@ -22,6 +22,9 @@ import (
 //     when the client asked for it (meta include_usage = "1");
 //   - the last call writes "data: [DONE]" exactly once; nothing follows it.
 func (t *Translator) EncodeStream(c *sdk.Call, st *sdk.State, chunks []canon.ChatChunk, out *sdk.Output) error {
+	if completionRoute(c) {
+		return t.encodeCompletionStream(c, chunks, out)
+	}
 	var s streamState
 	if err := s.decode(st.In); err != nil {
 		return err

@@ -25,6 +25,9 @@ var (
 
 // EncodeRequest writes the vLLM /v1/chat/completions body for req.
 func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Output) error {
+	if len(req.Prompt) > 0 {
+		return a.encodeCompletion(c, req, out)
+	}
 	if len(req.Messages) == 0 {
 		return sdk.BadInput("messages: at least one message is required")
 	}

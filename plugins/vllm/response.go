@@ -48,6 +48,9 @@ func (a *Adapter) DecodeResponse(c *sdk.Call, body []byte, resp *canon.ChatRespo
 		}
 		m := ch.Get("message")
 		out.Message.Role = canon.RoleAssistant
+		if m == nil { // a text_completion choice
+			completionText(ch, &out.Message)
+		}
 		if m != nil && m.Type() == fastjson.TypeObject {
 			content := contentText(m.Get("content"))
 			reasoning := reasoningOf(m)

@@ -120,6 +120,9 @@ func (a *Adapter) chunkChoice(cv *fastjson.Value, pos int) (cc canon.ChunkChoice
 	}
 	fr := cv.GetStringBytes("finish_reason")
 	d := cv.Get("delta")
+	if d == nil { // a text_completion chunk: its text as it is, no <think> split
+		cc.Delta.Content = a.str(cv.GetStringBytes("text"))
+	}
 	if d != nil && d.Type() == fastjson.TypeObject {
 		if len(d.GetStringBytes("role")) > 0 {
 			cc.Delta.Role = canon.RoleAssistant

@@ -173,10 +173,19 @@ type ResponseFormat struct {
 	Strict bool
 }
 
-// ChatRequest is a chat completion request.
+// ChatRequest is a chat completion request, or a legacy text completion.
 type ChatRequest struct {
-	Model        string
-	Messages     []Message
+	Model    string
+	Messages []Message
+	// Prompt, when not empty, makes the request a legacy text completion
+	// (OpenAI /v1/completions, Ollama's raw generate; added in ABI 2.2):
+	// the prompts go to the engine's raw completion endpoint as they are,
+	// never through a chat template, and Messages is empty. Each prompt
+	// gets N choices, indexed prompt×N+choice as OpenAI does. The response
+	// and chunks are the chat ones: a choice's text is its message's or
+	// delta's Content. Adapters that cannot complete several prompts in
+	// one request refuse more than one.
+	Prompt []string
 	Stream       bool
 	IncludeUsage bool // the client asked for usage in the stream
 

@@ -78,6 +78,8 @@ func (x *ChatRequest) decode(d *decoder, i int) error {
 				d.calls = make([]ToolCall, calls)
 			}
 			x.Messages, err = slice(d, v, (*Message).decode)
+		case "prompt":
+			x.Prompt, err = d.strings(v)
 		case "stream":
 			x.Stream, err = d.boolean(v)
 		case "include_usage":

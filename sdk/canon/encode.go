@@ -185,6 +185,7 @@ func (x *ChatRequest) AppendJSON(dst []byte) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = strs(b, "prompt", x.Prompt)
 	b = flag(b, "stream", x.Stream)
 	b = flag(b, "include_usage", x.IncludeUsage)
 	b = num(b, "max_tokens", int64(x.MaxTokens))

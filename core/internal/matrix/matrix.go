@@ -17,7 +17,7 @@ import (
 var (
 	Dialects = []string{"openai", "anthropic", "ollama"}
 	Engines  = []string{"vllm", "ollama"}
-	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "errors"}
+	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "errors"}
 )
 
 // Prefix starts the log line that marks a cell.
