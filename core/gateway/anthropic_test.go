@@ -463,3 +463,51 @@ func TestAnthropicSDK_Models(t *testing.T) {
 		t.Fatalf("page %s", page.RawJSON())
 	}
 }
+
+// TestAnthropicSDK_PluginSets runs the Anthropic SDK tests against every
+// way of loading the first-party plugins (separate modules and the bundle,
+// as WebAssembly and natively): the bundle serves them by fused calls.
+func TestAnthropicSDK_PluginSets(t *testing.T) {
+	for _, ps := range pluginSets(t) {
+		if ps.name == "separate" {
+			continue // the other TestAnthropicSDK_ tests
+		}
+		t.Run(ps.name, func(t *testing.T) {
+			withPlugins(ps.set, func() {
+				t.Run("Text", TestAnthropicSDK_Text)
+				t.Run("Stream", TestAnthropicSDK_Stream)
+				t.Run("Tools", TestAnthropicSDK_Tools)
+				t.Run("Thinking", TestAnthropicSDK_Thinking)
+				t.Run("Images", TestAnthropicSDK_Images)
+				t.Run("Errors", TestAnthropicSDK_Errors)
+				t.Run("Models", TestAnthropicSDK_Models)
+				if ps.fused {
+					t.Run("Fused", checkAnthropicFused)
+				}
+			})
+		})
+	}
+}
+
+// checkAnthropicFused serves a plain and a streamed message on each engine
+// and checks, from the plugin metrics, that fused calls served them.
+func checkAnthropicFused(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	c := anthropicClient(e, false, adminKey)
+	for _, model := range []string{vllmModel, ollamaModel} {
+		p := anthropicParams(model, "which path?")
+		if _, err := c.Messages.New(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		streamMessage(t, c, p)
+	}
+	var b strings.Builder
+	e.gw.Host.WriteMetrics(&b)
+	for _, pair := range []string{"anthropic+vllm", "anthropic+ollama"} {
+		for _, op := range []string{"fused_request", "fused_response", "fused_stream"} {
+			if !strings.Contains(b.String(), `component="`+pair+`",op="`+op+`"}`) {
+				t.Errorf("no %s call counted for %s", op, pair)
+			}
+		}
+	}
+}
