@@ -216,7 +216,8 @@ func decodeOutputConfig(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	rf.Schema = sv.MarshalTo(nil)
 	if nv := fo.Get("name"); nv != nil && nv.Type() != fastjson.TypeNull {
-		if rf.Name, _ = getStr(nv); rf.Name == "" && nv.Type() != fastjson.TypeString {
+		var ok bool
+		if rf.Name, ok = getStr(nv); !ok {
 			return errType("output_config.format.name", "a string")
 		}
 	}

@@ -113,6 +113,11 @@ func TestDecodeRequest_Errors(t *testing.T) {
 		{`{` + head + `,"thinking":{"type":"on"},` + user(`"hi"`) + `}`, `thinking.type "on" is not supported`},
 		{`{` + head + `,"output_config":{"format":{"type":"json_object"}},` + user(`"hi"`) + `}`, "output_config.format.type must be"},
 		{`{` + head + `,"output_config":{"format":{"type":"json_schema"}},` + user(`"hi"`) + `}`, "output_config.format.schema is required"},
+		{`{` + head + `,"output_config":{"format":{"type":"json_schema","schema":{},"name":1}},` + user(`"hi"`) + `}`, "output_config.format.name must be a string"},
+		{`{` + head + `,"output_config":{"format":{"type":"json_schema","schema":[]}},` + user(`"hi"`) + `}`, "output_config.format.schema must be an object"},
+		{`{` + head + `,"output_config":[],` + user(`"hi"`) + `}`, "output_config must be an object"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":1,"content":"b"}]}`, "messages[1].role must be a string"},
+		{`{` + head + `,"messages":[{"role":"assistant","content":[{"type":"thinking"}]}]}`, "messages[0].content[0].thinking is required"},
 	} {
 		_, err := decode(t, tc.body)
 		if err == nil {
