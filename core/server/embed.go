@@ -60,14 +60,19 @@ func (ex *exchange) encodeEmbed(b *backend.Backend) error {
 	if err := ex.pinEmbedAdapter(b); err != nil {
 		return err
 	}
-	err := ex.calls.EncodeEmbedRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut)
+	if err := ex.calls.EncodeEmbedRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut); err != nil {
+		return embedEncodeError(ex.req.Model, err)
+	}
+	return nil
+}
+
+// embedEncodeError is the client's view of a failed embed_request_encode
+// (apart, so the success path allocates nothing for errors.As).
+func embedEncodeError(model string, err error) error {
 	var se *pluginhost.StatusError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se) && se.Status == abi.StatusUnsupported:
+	if errors.As(err, &se) && se.Status == abi.StatusUnsupported {
 		return apierr.Wrap(canon.ErrInvalidRequest, "embeddings_unsupported",
-			"model "+logredact.Truncate(ex.req.Model, maxModelName)+"'s backend cannot produce embeddings", err)
+			"model "+logredact.Truncate(model, maxModelName)+"'s backend cannot produce embeddings", err)
 	}
 	return clientInput(err)
 }
@@ -76,12 +81,9 @@ func (ex *exchange) encodeEmbed(b *backend.Backend) error {
 // pin when both are in one module) and finds its component, as encode
 // does for chat.
 func (ex *exchange) pinEmbedAdapter(b *backend.Backend) error {
-	unavailable := func() error {
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
-	}
 	ad := b.Adapter()
 	if ad == nil { // its adapter was unloaded by a reload since admission
-		return unavailable()
+		return noAdapter(b)
 	}
 	if ex.aver != nil && ex.aver != ex.tver {
 		ex.aver.Release()
@@ -93,15 +95,19 @@ func (ex *exchange) pinEmbedAdapter(b *backend.Backend) error {
 		ex.aver = ad.Pin()
 	}
 	if ex.aver == nil {
-		return unavailable()
+		return noAdapter(b)
 	}
 	idx, _, ok := ex.aver.Manifest().AdapterFor(b.Engine)
 	if !ok {
-		return unavailable()
+		return noAdapter(b)
 	}
 	ex.calls.A = idx
 	ex.fused = false
 	return nil
+}
+
+func noAdapter(b *backend.Backend) error {
+	return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 }
 
 // embedRespond translates the backend's embedding response: adapter
