@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
@@ -90,5 +91,43 @@ func TestOpenAISDK_Completions(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "one prompt") {
 		t.Fatalf("Ollama, two prompts: %v", err)
+	}
+}
+
+// TestOllamaSDK_GenerateRaw: Ollama's raw generate through the official
+// client is a text completion on both engines: vLLM's /v1/completions,
+// Ollama's raw /api/generate, the prompt untouched.
+func TestOllamaSDK_GenerateRaw(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	c := ollamaClient(t, e)
+	for _, model := range []string{vllmModel, ollamaModel} {
+		t.Run(model, func(t *testing.T) {
+			var texts [2]string
+			for i, stream := range []bool{false, true} {
+				req := api.GenerateRequest{Model: model, Prompt: "<|user|>hi<|assistant|>", Raw: true, Stream: &stream,
+					Options: map[string]any{"num_predict": 8}}
+				var last api.GenerateResponse
+				err := c.Generate(context.Background(), &req, func(r api.GenerateResponse) error {
+					texts[i] += r.Response
+					last = r
+					return nil
+				})
+				if err != nil || !last.Done || last.EvalCount == 0 || texts[i] == "" {
+					t.Fatalf("stream %v: %v %+v %q", stream, err, last, texts[i])
+				}
+				path, srv := "/v1/completions", e.vllm
+				if model == ollamaModel {
+					path, srv = "/api/generate", e.ollama
+				}
+				var sent map[string]any
+				if err := json.Unmarshal(srv.LastBody(path), &sent); err != nil || sent["prompt"] != "<|user|>hi<|assistant|>" || sent["messages"] != nil {
+					t.Fatalf("backend got %s", srv.LastBody(path))
+				}
+			}
+			if texts[0] != texts[1] {
+				t.Fatalf("streamed %q, non-streamed %q", texts[1], texts[0])
+			}
+			matrix.Mark(t, "ollama", "completions", engineOf(model))
+		})
 	}
 }

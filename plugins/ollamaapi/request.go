@@ -114,14 +114,11 @@ func decodeChat(f *reqFields, req *canon.ChatRequest) error {
 // a chat: a system message, then one user message. The model's own
 // template is applied by the backend, as Ollama applies it.
 func decodeGenerate(f *reqFields, req *canon.ChatRequest) error {
+	raw := false
 	if f.raw != nil {
-		raw, ok := getBool(f.raw)
-		if !ok {
+		var ok bool
+		if raw, ok = getBool(f.raw); !ok {
 			return errType("raw", "a boolean")
-		}
-		if raw {
-			return sdk.BadInput("raw is not supported: this gateway has no raw completion path for Ollama clients; " +
-				"send the prompt without raw (the model's template is applied) or use /api/chat")
 		}
 	}
 	for _, s := range [...]struct {
@@ -154,6 +151,20 @@ func decodeGenerate(f *reqFields, req *canon.ChatRequest) error {
 		if prompt, ok = getStr(f.prompt); !ok {
 			return errType("prompt", "a string")
 		}
+	}
+	if raw {
+		// raw: the prompt goes to the model as it is, without its template:
+		// a canonical text completion (Prompt), which the Ollama adapter
+		// sends as raw /api/generate and the vLLM one to /v1/completions.
+		// Ollama ignores system in raw mode; images need a template.
+		if f.images != nil && f.images.Type() != fastjson.TypeNull && len(f.images.GetArray()) > 0 {
+			return sdk.BadInput("images are not supported with raw: true")
+		}
+		if prompt == "" {
+			return sdk.BadInput("prompt is required: this gateway does not support Ollama's load-only requests (an empty prompt)")
+		}
+		req.Prompt = []string{prompt}
+		return nil
 	}
 	user := canon.Message{Role: canon.RoleUser}
 	if err := decodeImages(f.images, "images", &user); err != nil {

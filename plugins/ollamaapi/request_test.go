@@ -211,7 +211,8 @@ func TestDecodeRequest_Errors(t *testing.T) {
 		{RouteChat, `{` + chatMsgs + `,"tools":[{"type":"function"}]}`, "tools[0].function is required"},
 		{RouteChat, `{` + chatMsgs + `,"tools":[{"type":"retrieval","function":{"name":"f"}}]}`, "tool type retrieval is not supported"},
 		{RouteChat, `{` + chatMsgs + `,"tools":[{"function":{"name":"f","parameters":"x"}}]}`, "tools[0].function.parameters must be an object"},
-		{RouteGenerate, `{"model":"m","prompt":"p","raw":true}`, "raw is not supported"},
+		{RouteGenerate, `{"model":"m","prompt":"","raw":true}`, "prompt is required"},
+		{RouteGenerate, `{"model":"m","prompt":"p","raw":true,"images":["iVBORw0KGgo="]}`, "images are not supported with raw"},
 		{RouteGenerate, `{"model":"m","prompt":"def f(","suffix":"    return x"}`, "suffix is not supported"},
 		{RouteGenerate, `{"model":"m","prompt":"p","template":"{{ .Prompt }}"}`, "template is not supported"},
 		{RouteGenerate, `{"model":"m"}`, "prompt is required"},
@@ -223,5 +224,17 @@ func TestDecodeRequest_Errors(t *testing.T) {
 		if r.Status != abi.StatusBadInput || !strings.Contains(r.Error, tc.want) {
 			t.Errorf("%s %s: %s %q, want bad input containing %q", tc.route, tc.body, r.Status, r.Error, tc.want)
 		}
+	}
+}
+
+// TestDecodeGenerate_Raw: raw generate is a canonical text completion
+// (no template, no system): the prompt as it is.
+func TestDecodeGenerate_Raw(t *testing.T) {
+	req, r := decode(t, RouteGenerate, `{"model":"m","prompt":"[INST] hi [/INST]","raw":true,"system":"ignored","options":{"num_predict":5}}`)
+	if r.Status != abi.StatusOK {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if len(req.Prompt) != 1 || req.Prompt[0] != "[INST] hi [/INST]" || len(req.Messages) != 0 || req.MaxTokens != 5 || !req.Stream {
+		t.Fatalf("%+v", req)
 	}
 }

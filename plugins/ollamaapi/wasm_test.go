@@ -81,7 +81,7 @@ func TestWasm_MatchesNative(t *testing.T) {
 	for _, name := range testFiles(t, "requests", ".req.json") {
 		check(name, abi.OpRequestDecode, 0, nil, read("requests", name+".req.json"), abi.MetaRoute, routeOf(name))
 	}
-	check("bad request", abi.OpRequestDecode, 0, nil, []byte(`{"model":"m","prompt":"p","raw":true}`), abi.MetaRoute, RouteGenerate)
+	check("bad request", abi.OpRequestDecode, 0, nil, []byte(`{"model":"m","prompt":"","raw":true}`), abi.MetaRoute, RouteGenerate)
 	for _, route := range []string{RouteChat, RouteGenerate} {
 		for _, name := range testFiles(t, "responses", ".canon.json") {
 			check(name, abi.OpResponseEncode, 0, nil, read("responses", name+".canon.json"), routeMeta(route)...)
