@@ -27,6 +27,13 @@ var requestCases = []struct {
 		Model:    "Qwen/Qwen3-8B",
 		Messages: []canon.Message{userMsg("Hello \"vLLM\"\n</script>\u2028")},
 	}},
+	// n, logprobs and top_logprobs as vLLM's OpenAI server takes them
+	// (https://platform.openai.com/docs/api-reference/chat/create).
+	{"n_logprobs", canon.ChatRequest{
+		Model:    "Qwen/Qwen3-8B",
+		Messages: []canon.Message{userMsg("Say hi")},
+		N:        3, Logprobs: true, TopLogprobs: 5,
+	}},
 	{"conversation", canon.ChatRequest{
 		Model: "meta-llama/Llama-3.1-8B-Instruct",
 		Messages: []canon.Message{
@@ -43,7 +50,7 @@ var requestCases = []struct {
 		Model: "Qwen/Qwen2.5-VL-7B-Instruct",
 		Messages: []canon.Message{{Role: canon.RoleUser, Content: []canon.Part{
 			{Type: canon.PartText, Text: "Compare these."},
-			{Type: canon.PartImage, URL: "https://example.com/cat.png", Detail: "high"},
+			{Type: canon.PartImage, URL: "data:image/png;base64,iVBORw0KGgo=", Detail: "high"},
 			{Type: canon.PartImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
 		}}},
 	}},
