@@ -43,31 +43,40 @@ func imageURLParams(model, url string) openai.ChatCompletionNewParams {
 	}}
 }
 
-// TestImageURL_FetchedForOllama: an image given by URL reaches an Ollama
-// backend inline, fetched by the gateway through its SSRF guard (the test
-// server's loopback address is allowed explicitly, as an operator allows
-// an internal image store).
-func TestImageURL_FetchedForOllama(t *testing.T) {
+// TestImageURL_Fetched: an image given by URL reaches each engine inline,
+// fetched by the gateway through its SSRF guard (the test server's
+// loopback address is allowed explicitly, as an operator allows an
+// internal image store): Ollama cannot fetch, and vLLM must not fetch
+// client-chosen URLs from inside the cluster. Both plugin paths (separate
+// modules, and the bundle's fused calls) are run by TestOpenAISDK_PluginSets.
+func TestImageURL_Fetched(t *testing.T) {
 	img, hits := imageServer(t)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
-	resp, err := e.client.Chat.Completions.New(context.Background(), imageURLParams(ollamaModel, img.URL+"/cat.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Choices[0].Message.Content == "" {
-		t.Fatalf("choice = %+v", resp.Choices[0])
-	}
-	var sent struct {
-		Messages []struct {
-			Images []string `json:"images"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(e.ollama.LastBody("/api/chat"), &sent); err != nil || len(sent.Messages) != 1 ||
-		len(sent.Messages[0].Images) != 1 || sent.Messages[0].Images[0] != onePixelPNG {
-		t.Fatalf("Ollama got %s (%v)", e.ollama.LastBody("/api/chat"), err)
-	}
-	if hits.Load() != 1 {
-		t.Fatalf("image server hits = %d", hits.Load())
+	for i, model := range []string{ollamaModel, vllmModel} {
+		resp, err := e.client.Chat.Completions.New(context.Background(), imageURLParams(model, img.URL+"/cat.png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Choices[0].Message.Content == "" {
+			t.Fatalf("choice = %+v", resp.Choices[0])
+		}
+		if model == ollamaModel {
+			var sent struct {
+				Messages []struct {
+					Images []string `json:"images"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(e.ollama.LastBody("/api/chat"), &sent); err != nil || len(sent.Messages) != 1 ||
+				len(sent.Messages[0].Images) != 1 || sent.Messages[0].Images[0] != onePixelPNG {
+				t.Fatalf("Ollama got %s (%v)", e.ollama.LastBody("/api/chat"), err)
+			}
+		} else if body := string(e.vllm.LastBody("/v1/chat/completions")); !strings.Contains(body, `"url":"data:image/png;base64,`+onePixelPNG+`"`) ||
+			strings.Contains(body, img.URL) {
+			t.Fatalf("vLLM got %s", body)
+		}
+		if hits.Load() != int64(i+1) {
+			t.Fatalf("image server hits = %d", hits.Load())
+		}
 	}
 }
 

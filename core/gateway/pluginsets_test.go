@@ -73,6 +73,8 @@ func TestOpenAISDK_PluginSets(t *testing.T) {
 				t.Run("ToolCallsStreamed", TestOpenAISDK_ToolCallsStreamed)
 				t.Run("Models", TestModels)
 				t.Run("Errors", TestErrors_OpenAIShape)
+				t.Run("ImageURL", TestImageURL_Fetched)
+				t.Run("Completions", TestOpenAISDK_Completions)
 				t.Run("Path", func(t *testing.T) { checkPath(t, ps) })
 			})
 		})

@@ -31,6 +31,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	if len(req.Messages) == 0 {
 		return sdk.BadInput("messages: at least one message is required")
 	}
+	if err := inlineImages(c, req.Messages); err != nil {
+		return err
+	}
 	w := &a.w
 	w.Reset()
 	w.B = out.Body[:0]
