@@ -149,6 +149,10 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 			}
 			s.tools += len(calls)
 		}
+	} else if v.GetBool("done") && s.think.Pending != "" {
+		// A done line without a message still ends the content.
+		a.rbuf, a.cbuf = s.think.Flush(a.rbuf[:0], a.cbuf[:0])
+		d.Reasoning, d.Content = string(a.rbuf), string(a.cbuf)
 	}
 	lp := logprobs(v.Get("logprobs"))
 	if d.Reasoning != "" || d.Content != "" || len(d.ToolCalls) > 0 || lp != nil {

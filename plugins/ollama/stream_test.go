@@ -273,3 +273,27 @@ func TestDecodeStream_ThinkSplitAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// Bytes held back as a possible tag go out when the stream ends, even on a
+// done line without a message.
+func TestDecodeStream_ThinkFlushAtDone(t *testing.T) {
+	for _, done := range []string{
+		`{"model":"m","message":{"role":"assistant","content":""},"done":true}`,
+		`{"model":"m","done":true}`,
+	} {
+		out, _ := runStream(t, [][]byte{[]byte(`{"model":"m","message":{"role":"assistant","content":" <thi"},"done":false}`), []byte(done)}, []int{1, 1})
+		var chunks []canon.ChatChunk
+		if err := json.Unmarshal(out, &chunks); err != nil {
+			t.Fatal(err)
+		}
+		content := ""
+		for _, ch := range chunks {
+			for _, cc := range ch.Choices {
+				content += cc.Delta.Content
+			}
+		}
+		if content != " <thi" {
+			t.Errorf("%s: content %q, want \" <thi\"", done, content)
+		}
+	}
+}
