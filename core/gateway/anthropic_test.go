@@ -330,11 +330,10 @@ func TestAnthropicSDK_Images(t *testing.T) {
 	}
 }
 
-// TestAnthropicSDK_ImageURL: an image block with a url source reaches vLLM
-// as an image_url part with that URL, and Ollama (which takes inline
-// images only) as base64 fetched by the gateway's guarded fetcher (the
-// test server's loopback address allowed, as an operator allows an
-// internal image store).
+// TestAnthropicSDK_ImageURL: an image block with a url source reaches both
+// engines inline, fetched by the gateway's guarded fetcher (the test
+// server's loopback address allowed, as an operator allows an internal
+// image store): vLLM as a data: URL, Ollama as base64 in images.
 func TestAnthropicSDK_ImageURL(t *testing.T) {
 	img, hits := imageServer(t)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
@@ -352,12 +351,12 @@ func TestAnthropicSDK_ImageURL(t *testing.T) {
 		}
 		sent := string(lastBackendBody(e, model))
 		if model == ollamaModel && !strings.Contains(sent, `"images":["`+onePixelPNG+`"]`) ||
-			model == vllmModel && !strings.Contains(sent, `"url":"`+url+`"`) {
+			model == vllmModel && !strings.Contains(sent, `"url":"data:image/png;base64,`+onePixelPNG+`"`) {
 			t.Fatalf("%s: backend got %s", model, sent)
 		}
 	}
-	if hits.Load() != 1 {
-		t.Fatalf("image server hits = %d, want 1 (Ollama's fetch)", hits.Load())
+	if hits.Load() != 2 {
+		t.Fatalf("image server hits = %d, want 2 (one fetch per request)", hits.Load())
 	}
 }
 
