@@ -36,7 +36,13 @@
 //     named tool; Ollama always says "stop".
 //   - Reasoning for models named like qwen3, deepseek-r1 or gpt-oss when
 //     asked (vLLM chat_template_kwargs.enable_thinking or reasoning_effort;
-//     Ollama think). Reasoning tokens count against the token limit.
+//     Ollama think). Reasoning tokens count against the token limit. With
+//     Config.ThinkInContent the reasoning leads the content as
+//     <think>…</think> (tags cut across tokens), as from vLLM without a
+//     reasoning parser.
+//   - vLLM n > 1 (that many identical choices, streamed one event per
+//     choice per token) and logprobs/top_logprobs in OpenAI's shape; Ollama
+//     logprobs as its top-level array (Ollama >= 0.12.11).
 //   - Timing: Config.TTFT before the first token, then Config.TPS tokens
 //     per second per stream, paced by one timer per stream. At most
 //     Config.MaxConcurrent requests generate at once; the rest queue in

@@ -189,8 +189,43 @@ func TestOpenAISDK_StopSeed(t *testing.T) {
 				if resp.Usage.CompletionTokens > 8 {
 					t.Errorf("max_completion_tokens 8, got %d", resp.Usage.CompletionTokens)
 				}
+				checkSent(t, e, model, stop.OfStringArray)
 			}
 		})
+	}
+}
+
+// checkSent checks that the backend got seed 42, the stop strings (stop;
+// nil: the single "\n\n") and the token limit 8, in its engine's
+// spelling (https://github.com/ollama/ollama/blob/main/docs/api.md: options).
+func checkSent(t *testing.T, e *env, model string, stop []string) {
+	t.Helper()
+	if stop == nil {
+		stop = []string{"\n\n"}
+	}
+	var got struct {
+		Seed      *int64   `json:"seed"`
+		Stop      []string `json:"stop"`
+		MaxTokens int      `json:"max_tokens"`
+		Options   *struct {
+			Seed       *int64   `json:"seed"`
+			Stop       []string `json:"stop"`
+			NumPredict int      `json:"num_predict"`
+		} `json:"options"`
+	}
+	body := e.vllm.LastBody("/v1/chat/completions")
+	if model == ollamaModel {
+		body = e.ollama.LastBody("/api/chat")
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	seed, sent, limit := got.Seed, got.Stop, got.MaxTokens
+	if o := got.Options; o != nil {
+		seed, sent, limit = o.Seed, o.Stop, o.NumPredict
+	}
+	if seed == nil || *seed != 42 || strings.Join(sent, "|") != strings.Join(stop, "|") || limit != 8 {
+		t.Errorf("backend got %s", body)
 	}
 }
 
