@@ -2,6 +2,8 @@ package ollama
 
 import (
 	"bytes"
+	"strings"
+	"unsafe"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/thinktag"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -128,9 +130,15 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 		// Content goes through the <think> splitter (think unset: some
 		// models write their thinking in content), flushed at done.
 		a.rbuf = append(a.rbuf[:0], msg.GetStringBytes("thinking")...)
-		a.rbuf, a.cbuf = s.think.Feed(string(msg.GetStringBytes("content")), a.rbuf, a.cbuf[:0])
+		// The content is read in place; held-back bytes are copied below,
+		// as the parser's memory is reused by the next line.
+		content := msg.GetStringBytes("content")
+		a.rbuf, a.cbuf = s.think.Feed(unsafe.String(unsafe.SliceData(content), len(content)), a.rbuf, a.cbuf[:0])
 		if v.GetBool("done") {
 			a.rbuf, a.cbuf = s.think.Flush(a.rbuf, a.cbuf)
+		}
+		if s.think.Pending != "" {
+			s.think.Pending = strings.Clone(s.think.Pending)
 		}
 		d.Reasoning, d.Content = string(a.rbuf), string(a.cbuf)
 		calls, err := toolCalls(msg)
