@@ -185,7 +185,7 @@ type ChatRequest struct {
 	// and chunks are the chat ones: a choice's text is its message's or
 	// delta's Content. Adapters that cannot complete several prompts in
 	// one request refuse more than one.
-	Prompt []string
+	Prompt       []string
 	Stream       bool
 	IncludeUsage bool // the client asked for usage in the stream
 

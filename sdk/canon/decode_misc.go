@@ -1,6 +1,13 @@
 package canon
 
-import "strings"
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"unsafe"
+)
 
 // DecodeJSON resets x and fills it from canonical JSON.
 func (x *EmbeddingRequest) DecodeJSON(data []byte) error {
@@ -65,13 +72,17 @@ func (x *EmbeddingResponse) decode(d *decoder, i int) error {
 	return err
 }
 
-// vectors decodes an array of arrays of numbers into one allocation for
-// the numbers (each vector's capacity ends with it) and one for the slices.
-// null elements of a vector are zero.
+// vectors decodes an array of vectors, each the base64 of little-endian
+// float32s (as AppendJSON writes them) or an array of numbers (null
+// elements are zero), into one allocation for the numbers (each vector's
+// capacity ends with it) and one for the slices.
 func (d *decoder) vectors(i int) ([][]float32, error) {
 	n, j, err := d.array(i)
 	if err != nil || n == 0 {
 		return nil, err
+	}
+	if d.t[j].kind == kStr {
+		return d.vectors64(n, j)
 	}
 	total := 0
 	for k, e := 0, j; k < n; k, e = k+1, d.next(e) {
@@ -254,4 +265,54 @@ func (m *DiscoveredModel) decode(d *decoder, i int) error {
 		}
 	}
 	return err
+}
+
+var errVector64 = errors.New("not the base64 of float32 values")
+
+// vectors64 decodes n base64 vectors starting at token j.
+func (d *decoder) vectors64(n, j int) ([][]float32, error) {
+	total := 0
+	for k, e := 0, j; k < n; k, e = k+1, d.next(e) {
+		s, err := d.str(e)
+		if err != nil {
+			return nil, index(k, err)
+		}
+		m := b64Len(s)
+		if m%4 != 0 {
+			return nil, index(k, errVector64)
+		}
+		total += m / 4
+	}
+	all := make([]float32, total)
+	out := make([][]float32, n)
+	var raw []byte
+	for k, e := 0, j; k < n; k, e = k+1, d.next(e) {
+		s, _ := d.str(e)
+		var err error
+		raw, err = base64.StdEncoding.AppendDecode(raw[:0], unsafe.Slice(unsafe.StringData(s), len(s)))
+		if err != nil || len(raw)%4 != 0 {
+			return nil, index(k, errVector64)
+		}
+		m := len(raw) / 4
+		vec := all[:m:m]
+		all = all[m:]
+		for l := range vec {
+			vec[l] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*l:]))
+		}
+		out[k] = vec
+	}
+	return out, nil
+}
+
+// b64Len is the number of bytes padded standard base64 s decodes to (-1
+// when its length is not a multiple of 4).
+func b64Len(s string) int {
+	if len(s)%4 != 0 {
+		return -1
+	}
+	n := len(s) / 4 * 3
+	for i := len(s) - 1; i >= 0 && i >= len(s)-2 && s[i] == '='; i-- {
+		n--
+	}
+	return n
 }

@@ -1,8 +1,9 @@
 package canon
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"math"
-	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
@@ -86,32 +87,6 @@ func strs(b []byte, k string, v []string) []byte {
 	b = append(key(b, k), '[')
 	for i := range v {
 		b = jsonw.String(elem(b), v[i])
-	}
-	return append(b, ']')
-}
-
-// float32s appends v as a JSON array, each element in the shortest form that
-// reads back as the same float32.
-func float32s(b []byte, v []float32) []byte {
-	b = append(b, '[')
-	for _, f := range v {
-		b = elem(b)
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			b = append(b, "null"...)
-			continue
-		}
-		abs := math.Abs(float64(f))
-		fm := byte('f')
-		if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-			fm = 'e'
-		}
-		b = strconv.AppendFloat(b, float64(f), fm, -1, 32)
-		if fm == 'e' { // e-07 to e-7, as encoding/json and jsonw.Float do
-			if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-				b[n-2] = b[n-1]
-				b = b[:n-1]
-			}
-		}
 	}
 	return append(b, ']')
 }
@@ -314,15 +289,29 @@ func (x *EmbeddingRequest) AppendJSON(dst []byte) []byte {
 	return append(b, '}')
 }
 
-// AppendJSON appends x as canonical JSON. Non-finite vector elements, which
-// JSON cannot express, are written as null (and read back as zero).
+// AppendJSON appends x as canonical JSON. Each vector is a string: the
+// standard base64 of its float32 values, little-endian — exact, and about
+// thirty times cheaper to write and read in WebAssembly than decimal
+// numbers (a 3072-float response took milliseconds as text). Non-finite
+// elements are written as zero. DecodeJSON also reads vectors written as
+// arrays of numbers.
 func (x *EmbeddingResponse) AppendJSON(dst []byte) []byte {
 	b := append(dst, '{')
 	b = str(b, "model", x.Model)
 	if len(x.Vectors) > 0 {
 		b = append(key(b, "vectors"), '[')
+		var raw []byte
 		for i := range x.Vectors {
-			b = float32s(elem(b), x.Vectors[i])
+			raw = raw[:0]
+			for _, f := range x.Vectors[i] {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					f = 0
+				}
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+			}
+			b = append(elem(b), '"')
+			b = base64.StdEncoding.AppendEncode(b, raw)
+			b = append(b, '"')
 		}
 		b = append(b, ']')
 	}
