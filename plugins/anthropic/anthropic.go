@@ -20,6 +20,11 @@ const (
 	RouteMessages         = "messages"
 	RouteMessagesPrefixed = "messages-anthropic"
 	RouteModels           = "models"
+	// count_tokens (https://docs.claude.com/en/api/messages-count-tokens):
+	// a Messages body without max_tokens, answered {"input_tokens": n}
+	// counted by the gateway's tokenizer.
+	RouteCountTokens         = "count_tokens"
+	RouteCountTokensPrefixed = "count_tokens-anthropic"
 )
 
 // Manifest describes the plugin to the host.
@@ -36,6 +41,10 @@ func Manifest() sdk.Manifest {
 				StreamContentType: "text/event-stream", Routing: routing},
 			{Name: RouteMessagesPrefixed, Kind: sdk.EndpointChat, Method: "POST", Path: "/anthropic/v1/messages",
 				StreamContentType: "text/event-stream", Routing: routing},
+			{Name: RouteCountTokens, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/messages/count_tokens",
+				Routing: &sdk.Routing{Model: "model"}},
+			{Name: RouteCountTokensPrefixed, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/anthropic/v1/messages/count_tokens",
+				Routing: &sdk.Routing{Model: "model"}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/anthropic/v1/models"},
 		},
 		StateVersion: stateVersion,

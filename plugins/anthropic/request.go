@@ -53,8 +53,9 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 // DecodeRequest parses a Messages API request body into req
 // (https://docs.claude.com/en/api/messages).
 func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequest) error {
-	if route, ok := c.MetaBytes(abi.MetaRoute); ok && len(route) > 0 &&
-		string(route) != RouteMessages && string(route) != RouteMessagesPrefixed {
+	route, _ := c.MetaBytes(abi.MetaRoute)
+	count := string(route) == RouteCountTokens || string(route) == RouteCountTokensPrefixed
+	if len(route) > 0 && string(route) != RouteMessages && string(route) != RouteMessagesPrefixed && !count {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
 	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
@@ -86,17 +87,21 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	req.Model = s
 	// Anthropic requires max_tokens; so does this translator, with
 	// Anthropic's 400, so a client tested here behaves the same there.
-	if f.maxTokens == nil {
+	// count_tokens takes the same body without it.
+	switch {
+	case f.maxTokens == nil && count:
+	case f.maxTokens == nil:
 		return errRequired("max_tokens")
+	default:
+		n, ok := getInt(f.maxTokens)
+		if !ok {
+			return errType("max_tokens", "an integer")
+		}
+		if n < 1 || n > maxInt32 {
+			return sdk.BadInput("max_tokens must be between 1 and 2147483647")
+		}
+		req.MaxTokens = int(n)
 	}
-	n, ok := getInt(f.maxTokens)
-	if !ok {
-		return errType("max_tokens", "an integer")
-	}
-	if n < 1 || n > maxInt32 {
-		return sdk.BadInput("max_tokens must be between 1 and 2147483647")
-	}
-	req.MaxTokens = int(n)
 	if err := decodeSystem(f.system, req); err != nil {
 		return err
 	}
