@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/matrix"
 )
 
 // Chat Completions features end to end, with openai-go against a vLLM- and
@@ -266,6 +267,7 @@ func TestOpenAISDK_JSONSchema(t *testing.T) {
 				t.Errorf("%s stream=%v: content %q does not follow the schema (%v)", model, stream, content, err)
 			}
 		}
+		matrix.Mark(t, "openai", "json-schema", engineOf(model))
 	}
 }
 
@@ -295,6 +297,7 @@ func TestOpenAISDK_ReasoningEffort(t *testing.T) {
 					t.Errorf("effort %q streamed: reasoning %q content %q; non-streamed %q, %q", tc.effort, sr[0], acc.Choices[0].Message.Content, r, m.Content)
 				}
 			}
+			matrix.Mark(t, "openai", "thinking", matrix.Engine(model == ollamaThinker))
 		})
 	}
 }
@@ -324,6 +327,7 @@ func TestOpenAISDK_ReasoningFromThinkTags(t *testing.T) {
 			if sr[0] != r || acc.Choices[0].Message.Content != m.Content {
 				t.Errorf("streamed reasoning %q content %q; non-streamed %q, %q", sr[0], acc.Choices[0].Message.Content, r, m.Content)
 			}
+			matrix.Mark(t, "openai", "thinking", matrix.Engine(model == oModel))
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/matrix"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
@@ -62,6 +63,7 @@ func TestOpenAISDK_EmbeddingsString(t *testing.T) {
 		if resp.Usage.PromptTokens == 0 || resp.Usage.TotalTokens != resp.Usage.PromptTokens {
 			t.Fatalf("%s: usage %+v", model, resp.Usage)
 		}
+		matrix.Mark(t, "openai", "embeddings", engineOf(model))
 	}
 }
 

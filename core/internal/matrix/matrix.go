@@ -20,6 +20,13 @@ var (
 	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "errors"}
 )
 
+// NotInDialect are the features a dialect has no API for (Anthropic has no
+// embeddings and no legacy completions): shown as such, not as gaps.
+var NotInDialect = map[[2]string]bool{
+	{"anthropic", "embeddings"}:  true,
+	{"anthropic", "completions"}: true,
+}
+
 // Prefix starts the log line that marks a cell.
 const Prefix = "matrix-cell "
 

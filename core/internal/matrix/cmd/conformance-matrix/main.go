@@ -129,6 +129,8 @@ func render(cells map[cellKey]*cell) string {
 			for _, en := range matrix.Engines {
 				c := cells[cellKey{d, f, en}]
 				switch {
+				case c == nil && matrix.NotInDialect[[2]string{d, f}]:
+					b.WriteString(" n/a (no such API) |")
 				case c == nil:
 					b.WriteString(" — |")
 				case c.failed:
