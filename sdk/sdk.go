@@ -158,18 +158,21 @@ const (
 // needs. A route's Name is free; its Kind is one of these.
 type Endpoint string
 
-// Endpoint kinds. KindChat and KindModels are served today; the others are
-// reserved names for the ops that later SDK minor versions add (a plugin
-// declaring one the host does not serve gets 404 for that route).
+// Endpoint kinds. Chat, models, embedding (ABI 2.2) and tokenize (2.2)
+// are served; the others are reserved names for the ops that later SDK
+// minor versions add (a plugin declaring one the host does not serve gets
+// 404 for that route). A legacy text completion is a chat route whose
+// DecodeRequest fills canon.ChatRequest.Prompt (OpenAI /v1/completions,
+// Ollama's raw generate).
 const (
 	EndpointChat       Endpoint = "chat"       // request_decode, request_encode, response/stream decode+encode, error ops
-	EndpointCompletion Endpoint = "completion" // legacy text completion
-	EndpointEmbedding  Endpoint = "embedding"
-	EndpointRerank     Endpoint = "rerank"
-	EndpointScore      Endpoint = "score"
-	EndpointTokenize   Endpoint = "tokenize"
-	EndpointModels     Endpoint = "models"    // models_encode only; no body, no backend call
-	EndpointResponses  Endpoint = "responses" // OpenAI Responses
+	EndpointCompletion Endpoint = "completion" // reserved: completions are chat routes with a Prompt
+	EndpointEmbedding  Endpoint = "embedding"  // embed ops (EmbeddingTranslator, EmbeddingAdapter)
+	EndpointRerank     Endpoint = "rerank"     // reserved
+	EndpointScore      Endpoint = "score"      // reserved
+	EndpointTokenize   Endpoint = "tokenize"   // request_decode, tokens_encode (TokenCountTranslator); no backend call
+	EndpointModels     Endpoint = "models"     // models_encode only; no backend call (a body only on one-model routes)
+	EndpointResponses  Endpoint = "responses"  // reserved: OpenAI Responses
 )
 
 // Route is an HTTP route a translator serves.

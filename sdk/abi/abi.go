@@ -52,8 +52,10 @@
 //	tokenize    request_decode, tokens_encode,          — (the host counts the
 //	            error_encode                            canonical request's tokens)
 //	completion, rerank, score, responses
-//	            reserved; their ops arrive with later minor versions as
-//	            optional SDK interfaces, so existing plugins keep working.
+//	            reserved (a legacy text completion is a chat route whose
+//	            canonical request has a prompt); their ops arrive with later
+//	            minor versions as optional SDK interfaces, so existing plugins
+//	            keep working.
 //	            A route of a kind the host does not serve answers 404.
 //
 // Every adapter also serves probe_decode for the probes in its manifest.
@@ -131,7 +133,11 @@ import (
 //   - 2.1: the canonical model list (models_encode) carries each model's
 //     "backends" (names of the backends serving it). Older plugins ignore
 //     it; older hosts send none.
-//   - 2.2: embedding ops (OpEmbedRequestDecode, OpEmbedResponseEncode,
+//   - 2.2: canonical requests may be legacy text completions
+//     (canon.ChatRequest.Prompt); tokenize routes (OpTokensEncode); images
+//     given by URL fetched by the host for adapters that ask
+//     (StatusNeedImages, MetaImage); embedding vectors travel as base64
+//     float32s; embedding ops (OpEmbedRequestDecode, OpEmbedResponseEncode,
 //     OpEmbedRequestEncode, OpEmbedResponseDecode) for routes of kind
 //     "embedding", with MetaEncodingFormat carrying the client's vector
 //     encoding from the request decode to the response encode; the canonical model list carries loaded, size_bytes,
