@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeSystem reads the top-level system prompt, a string or an array of
@@ -23,13 +25,13 @@ func decodeSystem(v *fastjson.Value, req *canon.ChatRequest) error {
 	} else {
 		arr, err := v.Array()
 		if err != nil {
-			return errType("system", "a string or an array of text blocks")
+			return jsonread.ErrType("system", "a string or an array of text blocks")
 		}
 		for i, bv := range arr {
-			path := at("system", i)
+			path := jsonread.At("system", i)
 			o, err := bv.Object()
 			if err != nil {
-				return errType(path, "an object")
+				return jsonread.ErrType(path, "an object")
 			}
 			typ, err := blockType(o, path)
 			if err != nil {
@@ -57,11 +59,11 @@ func decodeSystem(v *fastjson.Value, req *canon.ChatRequest) error {
 // message of its own, in order with the user text around it.
 func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 	if v == nil {
-		return errRequired("messages")
+		return jsonread.ErrRequired("messages")
 	}
 	arr, err := v.Array()
 	if err != nil || len(arr) == 0 {
-		return errType("messages", "a non-empty array")
+		return jsonread.ErrType("messages", "a non-empty array")
 	}
 	if cap(req.Messages)-len(req.Messages) < len(arr) {
 		req.Messages = append(make([]canon.Message, 0, len(req.Messages)+len(arr)), req.Messages...)
@@ -69,19 +71,19 @@ func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 	for i, mv := range arr {
 		o, err := mv.Object()
 		if err != nil {
-			return errType(at("messages", i), "an object")
+			return jsonread.ErrType(jsonread.At("messages", i), "an object")
 		}
 		rv := o.Get("role")
 		if rv == nil || rv.Type() == fastjson.TypeNull {
-			return errRequired(msgField(i, "role"))
+			return jsonread.ErrRequired(jsonread.MsgField(i, "role"))
 		}
-		role, ok := getStr(rv)
+		role, ok := jsonread.Str(rv)
 		if !ok {
-			return errType(msgField(i, "role"), "a string")
+			return jsonread.ErrType(jsonread.MsgField(i, "role"), "a string")
 		}
 		cv := o.Get("content")
 		if cv == nil || cv.Type() == fastjson.TypeNull {
-			return errRequired(msgField(i, "content"))
+			return jsonread.ErrRequired(jsonread.MsgField(i, "content"))
 		}
 		switch role {
 		case "user":
@@ -91,7 +93,7 @@ func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 		default:
 			// The Messages API has no system role in messages: the system
 			// prompt is the top-level system field.
-			return sdk.BadInput(msgField(i, "role") + ` "` + role + `" is not supported (use user or assistant; the system prompt is the top-level system field)`)
+			return sdk.BadInput(jsonread.MsgField(i, "role") + ` "` + role + `" is not supported (use user or assistant; the system prompt is the top-level system field)`)
 		}
 		if err != nil {
 			return err
@@ -100,7 +102,7 @@ func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 	return nil
 }
 
-func blockPath(i, j int) string { return at(msgField(i, "content"), j) }
+func blockPath(i, j int) string { return jsonread.At(jsonread.MsgField(i, "content"), j) }
 
 // blocks returns a message's content as blocks: a string is one text
 // block (nil, with the text), an array its elements.
@@ -111,7 +113,7 @@ func blocks(v *fastjson.Value, i int) (text string, arr []*fastjson.Value, err e
 	}
 	arr, err = v.Array()
 	if err != nil {
-		return "", nil, errType(msgField(i, "content"), "a string or an array of content blocks")
+		return "", nil, jsonread.ErrType(jsonread.MsgField(i, "content"), "a string or an array of content blocks")
 	}
 	return "", arr, nil
 }
@@ -120,11 +122,11 @@ func blocks(v *fastjson.Value, i int) (text string, arr []*fastjson.Value, err e
 func blockType(o *fastjson.Object, path string) (string, error) {
 	tv := o.Get("type")
 	if tv == nil || tv.Type() == fastjson.TypeNull {
-		return "", errRequired(path + ".type")
+		return "", jsonread.ErrRequired(path + ".type")
 	}
-	s, ok := getStr(tv)
+	s, ok := jsonread.Str(tv)
 	if !ok {
-		return "", errType(path+".type", "a string")
+		return "", jsonread.ErrType(path+".type", "a string")
 	}
 	return s, nil
 }
@@ -133,11 +135,11 @@ func blockType(o *fastjson.Object, path string) (string, error) {
 func textField(o *fastjson.Object, path string) (string, error) {
 	tv := o.Get("text")
 	if tv == nil || tv.Type() == fastjson.TypeNull {
-		return "", errRequired(path + ".text")
+		return "", jsonread.ErrRequired(path + ".text")
 	}
-	s, ok := getStr(tv)
+	s, ok := jsonread.Str(tv)
 	if !ok {
-		return "", errType(path+".text", "a string")
+		return "", jsonread.ErrType(path+".text", "a string")
 	}
 	return s, nil
 }
@@ -170,7 +172,7 @@ func decodeUser(v *fastjson.Value, i int, req *canon.ChatRequest) error {
 		path := blockPath(i, j)
 		o, err := bv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		typ, err := blockType(o, path)
 		if err != nil {
@@ -223,11 +225,11 @@ func decodeUserBlock(o *fastjson.Object, typ, path string, p *canon.Part) error 
 func source(o *fastjson.Object, path string) (*fastjson.Object, string, error) {
 	sv := o.Get("source")
 	if sv == nil || sv.Type() == fastjson.TypeNull {
-		return nil, "", errRequired(path + ".source")
+		return nil, "", jsonread.ErrRequired(path + ".source")
 	}
 	so, err := sv.Object()
 	if err != nil {
-		return nil, "", errType(path+".source", "an object")
+		return nil, "", jsonread.ErrType(path+".source", "an object")
 	}
 	typ, err := blockType(so, path+".source")
 	return so, typ, err
@@ -237,14 +239,14 @@ func source(o *fastjson.Object, path string) (*fastjson.Object, string, error) {
 func strField(o *fastjson.Object, key, path string) (string, error) {
 	v := o.Get(key)
 	if v == nil || v.Type() == fastjson.TypeNull {
-		return "", errRequired(path + "." + key)
+		return "", jsonread.ErrRequired(path + "." + key)
 	}
-	s, ok := getStr(v)
+	s, ok := jsonread.Str(v)
 	if !ok {
-		return "", errType(path+"."+key, "a string")
+		return "", jsonread.ErrType(path+"."+key, "a string")
 	}
 	if s == "" {
-		return "", errRequired(path + "." + key)
+		return "", jsonread.ErrRequired(path + "." + key)
 	}
 	return s, nil
 }
@@ -293,11 +295,11 @@ func decodeDocument(o *fastjson.Object, path string, p *canon.Part) error {
 	}
 	dv := so.Get("data")
 	if dv == nil || dv.Type() == fastjson.TypeNull {
-		return errRequired(path + ".source.data")
+		return jsonread.ErrRequired(path + ".source.data")
 	}
-	s, ok := getStr(dv)
+	s, ok := jsonread.Str(dv)
 	if !ok {
-		return errType(path+".source.data", "a string")
+		return jsonread.ErrType(path+".source.data", "a string")
 	}
 	p.Type, p.Text = canon.PartText, s
 	return nil
@@ -319,8 +321,8 @@ func decodeToolResult(o *fastjson.Object, path string, m *canon.Message) error {
 	isErr := false
 	if ev := o.Get("is_error"); ev != nil && ev.Type() != fastjson.TypeNull {
 		var ok bool
-		if isErr, ok = getBool(ev); !ok {
-			return errType(path+".is_error", "a boolean")
+		if isErr, ok = jsonread.Bool(ev); !ok {
+			return jsonread.ErrType(path+".is_error", "a boolean")
 		}
 	}
 	cv := o.Get("content")
@@ -334,13 +336,13 @@ func decodeToolResult(o *fastjson.Object, path string, m *canon.Message) error {
 	default:
 		arr, err := cv.Array()
 		if err != nil {
-			return errType(path+".content", "a string or an array of content blocks")
+			return jsonread.ErrType(path+".content", "a string or an array of content blocks")
 		}
 		for k, bv := range arr {
-			bp := at(path+".content", k)
+			bp := jsonread.At(path+".content", k)
 			bo, err := bv.Object()
 			if err != nil {
-				return errType(bp, "an object")
+				return jsonread.ErrType(bp, "an object")
 			}
 			typ, err := blockType(bo, bp)
 			if err != nil {
@@ -379,7 +381,7 @@ func decodeAssistant(v *fastjson.Value, i int, req *canon.ChatRequest) error {
 		path := blockPath(i, j)
 		o, err := bv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		typ, err := blockType(o, path)
 		if err != nil {
@@ -401,11 +403,11 @@ func decodeAssistant(v *fastjson.Value, i int, req *canon.ChatRequest) error {
 		case "thinking":
 			tv := o.Get("thinking")
 			if tv == nil || tv.Type() == fastjson.TypeNull {
-				return errRequired(path + ".thinking")
+				return jsonread.ErrRequired(path + ".thinking")
 			}
-			s, ok := getStr(tv)
+			s, ok := jsonread.Str(tv)
 			if !ok {
-				return errType(path+".thinking", "a string")
+				return jsonread.ErrType(path+".thinking", "a string")
 			}
 			m.Reasoning += s
 		case "redacted_thinking":
@@ -434,7 +436,7 @@ func decodeToolUse(o *fastjson.Object, path string, tc *canon.ToolCall) error {
 	case iv.Type() == fastjson.TypeObject:
 		tc.Arguments = string(iv.MarshalTo(nil))
 	default:
-		return errType(path+".input", "an object")
+		return jsonread.ErrType(path+".input", "an object")
 	}
 	return nil
 }

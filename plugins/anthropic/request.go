@@ -6,6 +6,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // reqFields holds the top-level request fields this translator reads, as
@@ -58,31 +60,22 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if len(route) > 0 && string(route) != RouteMessages && string(route) != RouteMessagesPrefixed && !count {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
-	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
-	// is strict and cheap, so run it first.
-	if err := fastjson.ValidateBytes(body); err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	v, err := t.p.ParseBytes(body)
+	o, err := jsonread.Object(&t.p, body)
 	if err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	o, err := v.Object()
-	if err != nil {
-		return sdk.BadInput("request body must be a JSON object")
+		return err
 	}
 	var f reqFields
-	visit(o, f.set)
+	jsonread.Visit(o, f.set)
 
 	if f.model == nil {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
-	s, ok := getStr(f.model)
+	s, ok := jsonread.Str(f.model)
 	if !ok {
-		return errType("model", "a string")
+		return jsonread.ErrType("model", "a string")
 	}
 	if s == "" {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
 	req.Model = s
 	// Anthropic requires max_tokens; so does this translator, with
@@ -91,13 +84,13 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	switch {
 	case f.maxTokens == nil && count:
 	case f.maxTokens == nil:
-		return errRequired("max_tokens")
+		return jsonread.ErrRequired("max_tokens")
 	default:
-		n, ok := getInt(f.maxTokens)
+		n, ok := jsonread.Int(f.maxTokens)
 		if !ok {
-			return errType("max_tokens", "an integer")
+			return jsonread.ErrType("max_tokens", "an integer")
 		}
-		if n < 1 || n > maxInt32 {
+		if n < 1 || n > jsonread.MaxInt32 {
 			return sdk.BadInput("max_tokens must be between 1 and 2147483647")
 		}
 		req.MaxTokens = int(n)
@@ -125,8 +118,8 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 	var ok bool
 	if f.stream != nil {
-		if req.Stream, ok = getBool(f.stream); !ok {
-			return errType("stream", "a boolean")
+		if req.Stream, ok = jsonread.Bool(f.stream); !ok {
+			return jsonread.ErrType("stream", "a boolean")
 		}
 	}
 	for _, p := range [...]struct {
@@ -137,9 +130,9 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		if p.v == nil {
 			continue
 		}
-		x, ok := getFloat(p.v)
+		x, ok := jsonread.Float(p.v)
 		if !ok {
-			return errType(p.name, "a number")
+			return jsonread.ErrType(p.name, "a number")
 		}
 		if !(x >= 0 && x <= 1) {
 			return sdk.BadInput(p.name + " must be between 0 and 1")
@@ -147,9 +140,9 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		*p.dst = &x
 	}
 	if f.topK != nil {
-		n, ok := getInt(f.topK)
-		if !ok || n < 0 || n > maxInt32 {
-			return errType("top_k", "a non-negative integer")
+		n, ok := jsonread.Int(f.topK)
+		if !ok || n < 0 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("top_k", "a non-negative integer")
 		}
 		k := int(n)
 		req.TopK = &k
@@ -157,12 +150,12 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 	if f.stopSequences != nil {
 		arr, err := f.stopSequences.Array()
 		if err != nil {
-			return errType("stop_sequences", "an array of strings")
+			return jsonread.ErrType("stop_sequences", "an array of strings")
 		}
 		for i, e := range arr {
-			s, ok := getStr(e)
+			s, ok := jsonread.Str(e)
 			if !ok {
-				return errType(at("stop_sequences", i), "a string")
+				return jsonread.ErrType(jsonread.At("stop_sequences", i), "a string")
 			}
 			if s != "" {
 				req.Stop = append(req.Stop, s)
@@ -172,12 +165,12 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 	if f.metadata != nil {
 		o, err := f.metadata.Object()
 		if err != nil {
-			return errType("metadata", "an object")
+			return jsonread.ErrType("metadata", "an object")
 		}
 		if u := o.Get("user_id"); u != nil && u.Type() != fastjson.TypeNull {
-			s, ok := getStr(u)
+			s, ok := jsonread.Str(u)
 			if !ok {
-				return errType("metadata.user_id", "a string")
+				return jsonread.ErrType("metadata.user_id", "a string")
 			}
 			req.User = s
 		}
@@ -194,7 +187,7 @@ func decodeOutputConfig(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType("output_config", "an object")
+		return jsonread.ErrType("output_config", "an object")
 	}
 	fv := o.Get("format")
 	if fv == nil || fv.Type() == fastjson.TypeNull {
@@ -202,28 +195,28 @@ func decodeOutputConfig(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	fo, err := fv.Object()
 	if err != nil {
-		return errType("output_config.format", "an object")
+		return jsonread.ErrType("output_config.format", "an object")
 	}
 	tv := fo.Get("type")
 	if tv == nil || tv.Type() == fastjson.TypeNull {
-		return errRequired("output_config.format.type")
+		return jsonread.ErrRequired("output_config.format.type")
 	}
-	if !isStr(tv, "json_schema") {
-		return errType("output_config.format.type", `"json_schema"`)
+	if !jsonread.IsStr(tv, "json_schema") {
+		return jsonread.ErrType("output_config.format.type", `"json_schema"`)
 	}
 	rf := &canon.ResponseFormat{Type: canon.FormatJSONSchema}
 	sv := fo.Get("schema")
 	if sv == nil || sv.Type() == fastjson.TypeNull {
-		return errRequired("output_config.format.schema")
+		return jsonread.ErrRequired("output_config.format.schema")
 	}
 	if sv.Type() != fastjson.TypeObject {
-		return errType("output_config.format.schema", "an object")
+		return jsonread.ErrType("output_config.format.schema", "an object")
 	}
 	rf.Schema = sv.MarshalTo(nil)
 	if nv := fo.Get("name"); nv != nil && nv.Type() != fastjson.TypeNull {
 		var ok bool
-		if rf.Name, ok = getStr(nv); !ok {
-			return errType("output_config.format.name", "a string")
+		if rf.Name, ok = jsonread.Str(nv); !ok {
+			return jsonread.ErrType("output_config.format.name", "a string")
 		}
 	}
 	req.ResponseFormat = rf

@@ -3,6 +3,8 @@ package anthropic
 import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // stateVersion is the first byte of the stream state blob and the
@@ -74,7 +76,7 @@ func (s *streamState) decode(b []byte) error {
 	s.prompt, s.output, s.cached = r.Uint(), r.Uint(), r.Uint()
 	if r.Err() != nil || len(r.B) != 0 || flags&^flagAll != 0 || s.kind > blockTool ||
 		s.finish >= uint64(len(finishCodes)) || s.kind != blockNone && s.blocks == 0 ||
-		s.blocks > maxInt32 || s.prompt > maxInt32 || s.output > maxInt32 || s.cached > maxInt32 {
+		s.blocks > jsonread.MaxInt32 || s.prompt > jsonread.MaxInt32 || s.output > jsonread.MaxInt32 || s.cached > jsonread.MaxInt32 {
 		*s = streamState{}
 		return errState
 	}

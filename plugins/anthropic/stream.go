@@ -4,6 +4,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // EncodeStream writes the Messages API's server-sent events
@@ -107,7 +109,7 @@ func count(n int) uint64 {
 	if n < 0 {
 		return 0
 	}
-	return uint64(min(n, maxInt32))
+	return uint64(min(n, jsonread.MaxInt32))
 }
 
 // openBlock makes a thinking or text block the open one, closing another

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeThinking reads {"type": "enabled", "budget_tokens": N} (on, with
@@ -16,7 +18,7 @@ func decodeThinking(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType("thinking", "an object")
+		return jsonread.ErrType("thinking", "an object")
 	}
 	typ, err := blockType(o, "thinking")
 	if err != nil {
@@ -27,11 +29,11 @@ func decodeThinking(v *fastjson.Value, req *canon.ChatRequest) error {
 		req.Think = canon.ThinkOn
 		bv := o.Get("budget_tokens")
 		if bv == nil || bv.Type() == fastjson.TypeNull {
-			return errRequired("thinking.budget_tokens")
+			return jsonread.ErrRequired("thinking.budget_tokens")
 		}
-		n, ok := getInt(bv)
-		if !ok || n < 1 || n > maxInt32 {
-			return errType("thinking.budget_tokens", "a positive integer")
+		n, ok := jsonread.Int(bv)
+		if !ok || n < 1 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("thinking.budget_tokens", "a positive integer")
 		}
 		req.ThinkBudget = int(n)
 	case "adaptive":

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeTools reads tools and tool_choice.
@@ -12,13 +14,13 @@ func decodeTools(f *reqFields, req *canon.ChatRequest) error {
 	if f.tools != nil {
 		arr, err := f.tools.Array()
 		if err != nil {
-			return errType("tools", "an array")
+			return jsonread.ErrType("tools", "an array")
 		}
 		if len(arr) > 0 {
 			req.Tools = make([]canon.Tool, len(arr))
 		}
 		for i, tv := range arr {
-			if err := decodeTool(tv, at("tools", i), &req.Tools[i]); err != nil {
+			if err := decodeTool(tv, jsonread.At("tools", i), &req.Tools[i]); err != nil {
 				return err
 			}
 		}
@@ -35,12 +37,12 @@ func decodeTools(f *reqFields, req *canon.ChatRequest) error {
 func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType(path, "an object")
+		return jsonread.ErrType(path, "an object")
 	}
-	if tv := o.Get("type"); tv != nil && tv.Type() != fastjson.TypeNull && !isStr(tv, "custom") {
-		s, ok := getStr(tv)
+	if tv := o.Get("type"); tv != nil && tv.Type() != fastjson.TypeNull && !jsonread.IsStr(tv, "custom") {
+		s, ok := jsonread.Str(tv)
 		if !ok {
-			return errType(path+".type", "a string")
+			return jsonread.ErrType(path+".type", "a string")
 		}
 		return sdk.BadInput(path + ".type: tool type " + s + " is not supported (only client tools)")
 	}
@@ -49,19 +51,19 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	}
 	var ok bool
 	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
-		if t.Description, ok = getStr(d); !ok {
-			return errType(path+".description", "a string")
+		if t.Description, ok = jsonread.Str(d); !ok {
+			return jsonread.ErrType(path+".description", "a string")
 		}
 	}
 	if s := o.Get("input_schema"); s != nil && s.Type() != fastjson.TypeNull {
 		if s.Type() != fastjson.TypeObject {
-			return errType(path+".input_schema", "an object")
+			return jsonread.ErrType(path+".input_schema", "an object")
 		}
 		t.Parameters = s.MarshalTo(nil)
 	}
 	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
-		if t.Strict, ok = getBool(st); !ok {
-			return errType(path+".strict", "a boolean")
+		if t.Strict, ok = jsonread.Bool(st); !ok {
+			return jsonread.ErrType(path+".strict", "a boolean")
 		}
 	}
 	return nil
@@ -73,7 +75,7 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 func decodeToolChoice(v *fastjson.Value, req *canon.ChatRequest) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType("tool_choice", "an object")
+		return jsonread.ErrType("tool_choice", "an object")
 	}
 	typ, err := blockType(o, "tool_choice")
 	if err != nil {
@@ -96,9 +98,9 @@ func decodeToolChoice(v *fastjson.Value, req *canon.ChatRequest) error {
 		return sdk.BadInput(`tool_choice.type "` + typ + `" is not supported (use auto, any, tool or none)`)
 	}
 	if dv := o.Get("disable_parallel_tool_use"); dv != nil && dv.Type() != fastjson.TypeNull {
-		b, ok := getBool(dv)
+		b, ok := jsonread.Bool(dv)
 		if !ok {
-			return errType("tool_choice.disable_parallel_tool_use", "a boolean")
+			return jsonread.ErrType("tool_choice.disable_parallel_tool_use", "a boolean")
 		}
 		if b {
 			par := false

@@ -10,6 +10,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // DecodeEmbeddingRequest reads /api/embed ({model, input: string or
@@ -24,12 +26,12 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 	if len(route) > 0 && !legacy && string(route) != RouteEmbed {
 		return sdk.BadInput("route " + string(route) + " has no embedding request to decode")
 	}
-	o, err := t.parseBody(body)
+	o, err := jsonread.Object(&t.p, body)
 	if err != nil {
 		return err
 	}
 	var mv, input, prompt, dims, truncate, keepAlive *fastjson.Value
-	visit(o, func(k []byte, v *fastjson.Value) {
+	jsonread.Visit(o, func(k []byte, v *fastjson.Value) {
 		switch string(k) {
 		case "model":
 			mv = v
@@ -45,24 +47,24 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 			keepAlive = v
 		}
 	})
-	if req.Model, err = model(mv); err != nil {
+	if req.Model, err = jsonread.Model(mv); err != nil {
 		return err
 	}
 	if err := decodeKeepAlive(keepAlive); err != nil {
 		return err
 	}
 	if truncate != nil {
-		if _, ok := getBool(truncate); !ok {
-			return errType("truncate", "a boolean")
+		if _, ok := jsonread.Bool(truncate); !ok {
+			return jsonread.ErrType("truncate", "a boolean")
 		}
 	}
 	if legacy {
 		return decodePrompt(prompt, req)
 	}
 	if dims != nil {
-		n, ok := getInt(dims)
-		if !ok || n < 0 || n > maxInt32 {
-			return errType("dimensions", "a non-negative integer")
+		n, ok := jsonread.Int(dims)
+		if !ok || n < 0 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("dimensions", "a non-negative integer")
 		}
 		req.Dimensions = int(n)
 	}
@@ -75,11 +77,11 @@ const emptyInput = " must not be empty: this gateway does not support Ollama's l
 
 func decodePrompt(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 	if v == nil {
-		return errRequired("prompt")
+		return jsonread.ErrRequired("prompt")
 	}
-	s, ok := getStr(v)
+	s, ok := jsonread.Str(v)
 	if !ok {
-		return errType("prompt", "a string")
+		return jsonread.ErrType("prompt", "a string")
 	}
 	if s == "" {
 		return sdk.BadInput("prompt" + emptyInput)
@@ -90,9 +92,9 @@ func decodePrompt(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 
 func decodeInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 	if v == nil {
-		return errRequired("input")
+		return jsonread.ErrRequired("input")
 	}
-	if s, ok := getStr(v); ok {
+	if s, ok := jsonread.Str(v); ok {
 		if s == "" {
 			return sdk.BadInput("input" + emptyInput)
 		}
@@ -101,16 +103,16 @@ func decodeInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType("input", "a string or an array of strings")
+		return jsonread.ErrType("input", "a string or an array of strings")
 	}
 	if len(arr) == 0 {
 		return sdk.BadInput("input" + emptyInput)
 	}
 	req.Input = make([]string, len(arr))
 	for i, e := range arr {
-		s, ok := getStr(e)
+		s, ok := jsonread.Str(e)
 		if !ok {
-			return errType(at("input", i), "a string")
+			return jsonread.ErrType(jsonread.At("input", i), "a string")
 		}
 		req.Input[i] = s
 	}

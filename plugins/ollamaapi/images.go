@@ -8,6 +8,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeImages reads an images array (Ollama sends raw base64, no data:
@@ -20,16 +22,16 @@ func decodeImages(v *fastjson.Value, path string, m *canon.Message) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType(path, "an array of base64 strings")
+		return jsonread.ErrType(path, "an array of base64 strings")
 	}
 	for j, iv := range arr {
-		s, ok := getStr(iv)
+		s, ok := jsonread.Str(iv)
 		if !ok {
-			return errType(at(path, j), "a base64 string")
+			return jsonread.ErrType(jsonread.At(path, j), "a base64 string")
 		}
 		mt, data, err := imageData(s)
 		if err != nil {
-			return sdk.BadInput(at(path, j) + ": " + err.Error())
+			return sdk.BadInput(jsonread.At(path, j) + ": " + err.Error())
 		}
 		m.Content = append(m.Content, canon.Part{Type: canon.PartImage, MediaType: mt, Data: data})
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeMessages reads /api/chat's messages. Ollama answers a chat without
@@ -14,11 +16,11 @@ import (
 // a completion, so that is refused.
 func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 	if v == nil {
-		return errRequired("messages")
+		return jsonread.ErrRequired("messages")
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType("messages", "an array")
+		return jsonread.ErrType("messages", "an array")
 	}
 	if len(arr) == 0 {
 		return sdk.BadInput("messages must not be empty: this gateway does not support Ollama's load-only requests")
@@ -71,21 +73,21 @@ func (f *msgFields) set(k []byte, v *fastjson.Value) {
 func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType(at("messages", i), "an object")
+		return jsonread.ErrType(jsonread.At("messages", i), "an object")
 	}
 	var f msgFields
-	visit(o, f.set)
+	jsonread.Visit(o, f.set)
 	if err := decodeRole(f.role, i, m); err != nil {
 		return err
 	}
 	// Ollama places a message's images before its text in the prompt.
-	if err := decodeImages(f.images, msgField(i, "images"), m); err != nil {
+	if err := decodeImages(f.images, jsonread.MsgField(i, "images"), m); err != nil {
 		return err
 	}
 	if f.content != nil {
-		s, ok := getStr(f.content)
+		s, ok := jsonread.Str(f.content)
 		if !ok {
-			return errType(msgField(i, "content"), "a string")
+			return jsonread.ErrType(jsonread.MsgField(i, "content"), "a string")
 		}
 		if s != "" {
 			m.Content = append(m.Content, canon.Part{Type: canon.PartText, Text: s})
@@ -103,9 +105,9 @@ func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 		if s.v == nil {
 			continue
 		}
-		str, ok := getStr(s.v)
+		str, ok := jsonread.Str(s.v)
 		if !ok {
-			return errType(msgField(i, s.name), "a string")
+			return jsonread.ErrType(jsonread.MsgField(i, s.name), "a string")
 		}
 		*s.dst = str
 	}
@@ -122,10 +124,10 @@ func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 
 func decodeRole(v *fastjson.Value, i int, m *canon.Message) error {
 	if v == nil {
-		return errRequired(msgField(i, "role"))
+		return jsonread.ErrRequired(jsonread.MsgField(i, "role"))
 	}
 	if v.Type() != fastjson.TypeString {
-		return errType(msgField(i, "role"), "a string")
+		return jsonread.ErrType(jsonread.MsgField(i, "role"), "a string")
 	}
 	b, _ := v.StringBytes()
 	switch string(b) {
@@ -138,7 +140,7 @@ func decodeRole(v *fastjson.Value, i int, m *canon.Message) error {
 	case "tool":
 		m.Role = canon.RoleTool
 	default:
-		return sdk.BadInput(msgField(i, "role") + ` "` + string(b) + `" is not supported (use system, user, assistant or tool)`)
+		return sdk.BadInput(jsonread.MsgField(i, "role") + ` "` + string(b) + `" is not supported (use system, user, assistant or tool)`)
 	}
 	return nil
 }
@@ -154,23 +156,23 @@ func decodeToolCalls(v *fastjson.Value, i int, m *canon.Message) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType(msgField(i, "tool_calls"), "an array")
+		return jsonread.ErrType(jsonread.MsgField(i, "tool_calls"), "an array")
 	}
 	if len(arr) == 0 {
 		return nil
 	}
 	m.ToolCalls = make([]canon.ToolCall, len(arr))
 	for j, tv := range arr {
-		path := at(msgField(i, "tool_calls"), j)
+		path := jsonread.At(jsonread.MsgField(i, "tool_calls"), j)
 		tc := &m.ToolCalls[j]
 		o, err := tv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		if id := o.Get("id"); id != nil && id.Type() != fastjson.TypeNull {
-			s, ok := getStr(id)
+			s, ok := jsonread.Str(id)
 			if !ok {
-				return errType(path+".id", "a string")
+				return jsonread.ErrType(path+".id", "a string")
 			}
 			tc.ID = s
 		}
@@ -179,19 +181,19 @@ func decodeToolCalls(v *fastjson.Value, i int, m *canon.Message) error {
 		}
 		fv := o.Get("function")
 		if fv == nil || fv.Type() == fastjson.TypeNull {
-			return errRequired(path + ".function")
+			return jsonread.ErrRequired(path + ".function")
 		}
 		fo, err := fv.Object()
 		if err != nil {
-			return errType(path+".function", "an object")
+			return jsonread.ErrType(path+".function", "an object")
 		}
 		nv := fo.Get("name")
 		if nv == nil || nv.Type() == fastjson.TypeNull {
-			return errRequired(path + ".function.name")
+			return jsonread.ErrRequired(path + ".function.name")
 		}
-		name, ok := getStr(nv)
+		name, ok := jsonread.Str(nv)
 		if !ok || name == "" {
-			return errType(path+".function.name", "a non-empty string")
+			return jsonread.ErrType(path+".function.name", "a non-empty string")
 		}
 		tc.Name = name
 		switch av := fo.Get("arguments"); {
@@ -204,11 +206,11 @@ func decodeToolCalls(v *fastjson.Value, i int, m *canon.Message) error {
 			// an object, since some clients replay calls that way.
 			b, _ := av.StringBytes()
 			if fastjson.ValidateBytes(b) != nil || len(b) == 0 || firstNonSpace(b) != '{' {
-				return errType(path+".function.arguments", "an object")
+				return jsonread.ErrType(path+".function.arguments", "an object")
 			}
 			tc.Arguments = string(b)
 		default:
-			return errType(path+".function.arguments", "an object")
+			return jsonread.ErrType(path+".function.arguments", "an object")
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeOptions reads the sampling options the canonical request carries.
@@ -17,10 +19,10 @@ func decodeOptions(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType("options", "an object")
+		return jsonread.ErrType("options", "an object")
 	}
 	var firstErr error
-	visit(o, func(k []byte, v *fastjson.Value) {
+	jsonread.Visit(o, func(k []byte, v *fastjson.Value) {
 		if firstErr == nil && v != nil {
 			firstErr = decodeOption(string(k), v, req)
 		}
@@ -44,9 +46,9 @@ func decodeOption(k string, v *fastjson.Value, req *canon.ChatRequest) error {
 	case "frequency_penalty":
 		dst = &req.FrequencyPenalty
 	case "top_k":
-		n, ok := getInt(v)
-		if !ok || n < -1 || n > maxInt32 {
-			return errType("options.top_k", "an integer")
+		n, ok := jsonread.Int(v)
+		if !ok || n < -1 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("options.top_k", "an integer")
 		}
 		// Ollama reads 0 (and llama.cpp a negative value) as "off"; the
 		// canonical request's -1 says the same to every backend.
@@ -57,9 +59,9 @@ func decodeOption(k string, v *fastjson.Value, req *canon.ChatRequest) error {
 		req.TopK = &k
 		return nil
 	case "num_predict":
-		n, ok := getInt(v)
-		if !ok || n > maxInt32 {
-			return errType("options.num_predict", "an integer")
+		n, ok := jsonread.Int(v)
+		if !ok || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("options.num_predict", "an integer")
 		}
 		// -1 (no limit) and -2 (fill the context) leave the limit to the
 		// backend; Ollama's runner treats 0 the same way.
@@ -68,9 +70,9 @@ func decodeOption(k string, v *fastjson.Value, req *canon.ChatRequest) error {
 		}
 		return nil
 	case "seed":
-		n, ok := getInt(v)
+		n, ok := jsonread.Int(v)
 		if !ok {
-			return errType("options.seed", "an integer")
+			return jsonread.ErrType("options.seed", "an integer")
 		}
 		req.Seed = &n
 		return nil
@@ -79,9 +81,9 @@ func decodeOption(k string, v *fastjson.Value, req *canon.ChatRequest) error {
 	default:
 		return nil
 	}
-	x, ok := getFloat(v)
+	x, ok := jsonread.Float(v)
 	if !ok {
-		return errType("options."+k, "a number")
+		return jsonread.ErrType("options."+k, "a number")
 	}
 	*dst = &x
 	return nil
@@ -90,7 +92,7 @@ func decodeOption(k string, v *fastjson.Value, req *canon.ChatRequest) error {
 // decodeStop reads stop as an array of strings (Ollama's type) or, leniently,
 // one string; empty strings are dropped.
 func decodeStop(v *fastjson.Value, req *canon.ChatRequest) error {
-	if s, ok := getStr(v); ok {
+	if s, ok := jsonread.Str(v); ok {
 		if s != "" {
 			req.Stop = []string{s}
 		}
@@ -98,12 +100,12 @@ func decodeStop(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType("options.stop", "an array of strings")
+		return jsonread.ErrType("options.stop", "an array of strings")
 	}
 	for _, e := range arr {
-		s, ok := getStr(e)
+		s, ok := jsonread.Str(e)
 		if !ok {
-			return errType("options.stop", "an array of strings")
+			return jsonread.ErrType("options.stop", "an array of strings")
 		}
 		if s != "" {
 			req.Stop = append(req.Stop, s)

@@ -6,6 +6,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // reqFields holds the top-level fields of an /api/chat or /api/generate
@@ -57,13 +59,13 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if len(route) > 0 && !generate && string(route) != RouteChat {
 		return sdk.BadInput("route " + string(route) + " has no chat request to decode")
 	}
-	o, err := t.parseBody(body)
+	o, err := jsonread.Object(&t.p, body)
 	if err != nil {
 		return err
 	}
 	var f reqFields
-	visit(o, f.set)
-	if req.Model, err = model(f.model); err != nil {
+	jsonread.Visit(o, f.set)
+	if req.Model, err = jsonread.Model(f.model); err != nil {
 		return err
 	}
 	if generate {
@@ -78,8 +80,8 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	req.Stream = true
 	if f.stream != nil {
 		var ok bool
-		if req.Stream, ok = getBool(f.stream); !ok {
-			return errType("stream", "a boolean")
+		if req.Stream, ok = jsonread.Bool(f.stream); !ok {
+			return jsonread.ErrType("stream", "a boolean")
 		}
 	}
 	// The final done line always carries the counts, so the adapters'
@@ -117,8 +119,8 @@ func decodeGenerate(f *reqFields, req *canon.ChatRequest) error {
 	raw := false
 	if f.raw != nil {
 		var ok bool
-		if raw, ok = getBool(f.raw); !ok {
-			return errType("raw", "a boolean")
+		if raw, ok = jsonread.Bool(f.raw); !ok {
+			return jsonread.ErrType("raw", "a boolean")
 		}
 	}
 	for _, s := range [...]struct {
@@ -132,9 +134,9 @@ func decodeGenerate(f *reqFields, req *canon.ChatRequest) error {
 		if s.v == nil {
 			continue
 		}
-		str, ok := getStr(s.v)
+		str, ok := jsonread.Str(s.v)
 		if !ok {
-			return errType(s.name, "a string")
+			return jsonread.ErrType(s.name, "a string")
 		}
 		if str != "" { // the official Go client always sends them, empty
 			return sdk.BadInput(s.name + " is not supported: " + s.why)
@@ -143,13 +145,13 @@ func decodeGenerate(f *reqFields, req *canon.ChatRequest) error {
 	var system, prompt string
 	var ok bool
 	if f.system != nil {
-		if system, ok = getStr(f.system); !ok {
-			return errType("system", "a string")
+		if system, ok = jsonread.Str(f.system); !ok {
+			return jsonread.ErrType("system", "a string")
 		}
 	}
 	if f.prompt != nil {
-		if prompt, ok = getStr(f.prompt); !ok {
-			return errType("prompt", "a string")
+		if prompt, ok = jsonread.Str(f.prompt); !ok {
+			return jsonread.ErrType("prompt", "a string")
 		}
 	}
 	if raw {
@@ -198,7 +200,7 @@ func decodeKeepAlive(v *fastjson.Value) error {
 	case fastjson.TypeString, fastjson.TypeNumber:
 		return nil
 	}
-	return errType("keep_alive", "a duration string or a number of seconds")
+	return jsonread.ErrType("keep_alive", "a duration string or a number of seconds")
 }
 
 // decodeFormat reads format: "json" or a JSON schema object ("" is none).
@@ -221,12 +223,12 @@ func decodeFormat(v *fastjson.Value, req *canon.ChatRequest) error {
 		req.ResponseFormat = &canon.ResponseFormat{Type: canon.FormatJSONSchema, Schema: appendCompact(nil, v)}
 		return nil
 	}
-	return errType("format", `"json" or a JSON schema object`)
+	return jsonread.ErrType("format", `"json" or a JSON schema object`)
 }
 
 // decodeThink reads think: a boolean or "low" | "medium" | "high".
 func decodeThink(v *fastjson.Value) (canon.Think, error) {
-	if b, ok := getBool(v); ok {
+	if b, ok := jsonread.Bool(v); ok {
 		if b {
 			return canon.ThinkOn, nil
 		}
@@ -244,5 +246,5 @@ func decodeThink(v *fastjson.Value) (canon.Think, error) {
 		}
 		return "", sdk.BadInput(`invalid think value: "` + string(b) + `" (must be "high", "medium", "low", true, or false)`)
 	}
-	return "", errType("think", `a boolean or one of "high", "medium", "low"`)
+	return "", jsonread.ErrType("think", `a boolean or one of "high", "medium", "low"`)
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeTools reads tools: [{"type": "function", "function": {"name",
@@ -16,22 +18,22 @@ func decodeTools(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType("tools", "an array")
+		return jsonread.ErrType("tools", "an array")
 	}
 	if len(arr) == 0 {
 		return nil
 	}
 	req.Tools = make([]canon.Tool, len(arr))
 	for i, tv := range arr {
-		path := at("tools", i)
+		path := jsonread.At("tools", i)
 		o, err := tv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull {
-			s, ok := getStr(typ)
+			s, ok := jsonread.Str(typ)
 			if !ok {
-				return errType(path+".type", "a string")
+				return jsonread.ErrType(path+".type", "a string")
 			}
 			if s != "function" && s != "" {
 				return sdk.BadInput(path + ".type: tool type " + s + " is not supported")
@@ -40,11 +42,11 @@ func decodeTools(v *fastjson.Value, req *canon.ChatRequest) error {
 		path += ".function"
 		fv := o.Get("function")
 		if fv == nil || fv.Type() == fastjson.TypeNull {
-			return errRequired(path)
+			return jsonread.ErrRequired(path)
 		}
 		fn, err := fv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		if err := decodeToolDef(fn, path, &req.Tools[i]); err != nil {
 			return err
@@ -56,24 +58,24 @@ func decodeTools(v *fastjson.Value, req *canon.ChatRequest) error {
 func decodeToolDef(o *fastjson.Object, path string, t *canon.Tool) error {
 	nv := o.Get("name")
 	if nv == nil || nv.Type() == fastjson.TypeNull {
-		return errRequired(path + ".name")
+		return jsonread.ErrRequired(path + ".name")
 	}
-	s, ok := getStr(nv)
+	s, ok := jsonread.Str(nv)
 	if !ok {
-		return errType(path+".name", "a string")
+		return jsonread.ErrType(path+".name", "a string")
 	}
 	if s == "" {
-		return errRequired(path + ".name")
+		return jsonread.ErrRequired(path + ".name")
 	}
 	t.Name = s
 	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
-		if t.Description, ok = getStr(d); !ok {
-			return errType(path+".description", "a string")
+		if t.Description, ok = jsonread.Str(d); !ok {
+			return jsonread.ErrType(path+".description", "a string")
 		}
 	}
 	if p := o.Get("parameters"); p != nil && p.Type() != fastjson.TypeNull {
 		if p.Type() != fastjson.TypeObject {
-			return errType(path+".parameters", "an object")
+			return jsonread.ErrType(path+".parameters", "an object")
 		}
 		t.Parameters = appendCompact(nil, p)
 	}

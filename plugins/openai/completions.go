@@ -10,6 +10,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // RouteCompletions is OpenAI's legacy text completion API. Its requests
@@ -35,7 +37,7 @@ func completionRoute(c *sdk.Call) bool {
 func decodeCompletion(o *fastjson.Object, f *reqFields, req *canon.ChatRequest) error {
 	p := o.Get("prompt")
 	if p == nil {
-		return errRequired("prompt")
+		return jsonread.ErrRequired("prompt")
 	}
 	switch p.Type() {
 	case fastjson.TypeString:
@@ -46,25 +48,25 @@ func decodeCompletion(o *fastjson.Object, f *reqFields, req *canon.ChatRequest) 
 			return sdk.BadInput("prompt must hold between 1 and " + strconv.Itoa(maxPrompts) + " strings")
 		}
 		for i, it := range items {
-			s, ok := getStr(it)
+			s, ok := jsonread.Str(it)
 			if !ok {
 				return sdk.BadInput("prompt[" + strconv.Itoa(i) + "]: expected a string (token-id prompts are not supported)")
 			}
 			req.Prompt = append(req.Prompt, s)
 		}
 	default:
-		return errType("prompt", "a string or an array of strings")
+		return jsonread.ErrType("prompt", "a string or an array of strings")
 	}
 	if v := o.Get("echo"); v != nil && v.Type() == fastjson.TypeTrue {
 		return sdk.BadInput("echo is not supported")
 	}
 	if v := o.Get("suffix"); v != nil && v.Type() != fastjson.TypeNull {
-		if s, ok := getStr(v); !ok || s != "" {
+		if s, ok := jsonread.Str(v); !ok || s != "" {
 			return sdk.BadInput("suffix is not supported")
 		}
 	}
 	if v := o.Get("best_of"); v != nil && v.Type() != fastjson.TypeNull {
-		if n, ok := getInt(v); !ok || n != 1 {
+		if n, ok := jsonread.Int(v); !ok || n != 1 {
 			return sdk.BadInput("best_of is not supported")
 		}
 	}
@@ -74,7 +76,7 @@ func decodeCompletion(o *fastjson.Object, f *reqFields, req *canon.ChatRequest) 
 		return err
 	}
 	if lp != nil && lp.Type() != fastjson.TypeNull {
-		n, ok := getInt(lp)
+		n, ok := jsonread.Int(lp)
 		if !ok || n < 0 || n > 5 {
 			return sdk.BadInput("logprobs must be an integer between 0 and 5")
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // The /v1/embeddings dialect, from the OpenAI API reference
@@ -39,19 +41,12 @@ var _ sdk.EmbeddingTranslator = (*Translator)(nil)
 
 // DecodeEmbeddingRequest parses an embeddings request body into req.
 func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon.EmbeddingRequest) error {
-	if err := fastjson.ValidateBytes(body); err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	v, err := t.p.ParseBytes(body)
+	o, err := jsonread.Object(&t.p, body)
 	if err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	o, err := v.Object()
-	if err != nil {
-		return sdk.BadInput("request body must be a JSON object")
+		return err
 	}
 	var model, input, dims, enc, user *fastjson.Value
-	visit(o, func(k []byte, v *fastjson.Value) {
+	jsonread.Visit(o, func(k []byte, v *fastjson.Value) {
 		switch string(k) {
 		case "model":
 			model = v
@@ -66,14 +61,14 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 		}
 	})
 	if model == nil {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
 	var ok bool
-	if req.Model, ok = getStr(model); !ok {
-		return errType("model", "a string")
+	if req.Model, ok = jsonread.Str(model); !ok {
+		return jsonread.ErrType("model", "a string")
 	}
 	if req.Model == "" {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
 	if !utf8.ValidString(req.Model) {
 		// The host routes on the name as sent; canonical JSON would carry
@@ -84,25 +79,25 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 		return err
 	}
 	if dims != nil {
-		n, ok := getInt(dims)
-		if !ok || n < 1 || n > maxInt32 {
-			return errType("dimensions", "a positive integer")
+		n, ok := jsonread.Int(dims)
+		if !ok || n < 1 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("dimensions", "a positive integer")
 		}
 		req.Dimensions = int(n)
 	}
 	if enc != nil {
 		switch {
-		case isStr(enc, encodingFloat):
+		case jsonread.IsStr(enc, encodingFloat):
 			req.EncodingFormat = encodingFloat
-		case isStr(enc, encodingBase64):
+		case jsonread.IsStr(enc, encodingBase64):
 			req.EncodingFormat = encodingBase64
 		default:
-			return errType("encoding_format", `"float" or "base64"`)
+			return jsonread.ErrType("encoding_format", `"float" or "base64"`)
 		}
 	}
 	if user != nil {
-		if req.User, ok = getStr(user); !ok {
-			return errType("user", "a string")
+		if req.User, ok = jsonread.Str(user); !ok {
+			return jsonread.ErrType("user", "a string")
 		}
 	}
 	return nil
@@ -110,11 +105,11 @@ func (t *Translator) DecodeEmbeddingRequest(c *sdk.Call, body []byte, req *canon
 
 func decodeEmbeddingInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 	if v == nil {
-		return errRequired("input")
+		return jsonread.ErrRequired("input")
 	}
 	switch v.Type() {
 	case fastjson.TypeString:
-		s, _ := getStr(v)
+		s, _ := jsonread.Str(v)
 		if s == "" {
 			return sdk.BadInput("input must not be an empty string")
 		}
@@ -122,7 +117,7 @@ func decodeEmbeddingInput(v *fastjson.Value, req *canon.EmbeddingRequest) error 
 		return nil
 	case fastjson.TypeArray:
 	default:
-		return errType("input", "a string or an array of strings")
+		return jsonread.ErrType("input", "a string or an array of strings")
 	}
 	arr, _ := v.Array()
 	switch {
@@ -138,11 +133,11 @@ func decodeEmbeddingInput(v *fastjson.Value, req *canon.EmbeddingRequest) error 
 		case fastjson.TypeNumber, fastjson.TypeArray:
 			return sdk.BadInput("input: token arrays are not supported by this gateway; send the text")
 		default:
-			return errType(at("input", i), "a string")
+			return jsonread.ErrType(jsonread.At("input", i), "a string")
 		}
-		s, _ := getStr(x)
+		s, _ := jsonread.Str(x)
 		if s == "" {
-			return sdk.BadInput(at("input", i) + " must not be an empty string")
+			return sdk.BadInput(jsonread.At("input", i) + " must not be an empty string")
 		}
 		req.Input[i] = s
 	}

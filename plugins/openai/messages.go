@@ -7,16 +7,18 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeMessages reads the messages array.
 func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 	if v == nil {
-		return errRequired("messages")
+		return jsonread.ErrRequired("messages")
 	}
 	arr, err := v.Array()
 	if err != nil || len(arr) == 0 {
-		return errType("messages", "a non-empty array")
+		return jsonread.ErrType("messages", "a non-empty array")
 	}
 	req.Messages = make([]canon.Message, len(arr))
 	for i, mv := range arr {
@@ -57,10 +59,10 @@ func (f *msgFields) set(k []byte, v *fastjson.Value) {
 func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType(at("messages", i), "an object")
+		return jsonread.ErrType(jsonread.At("messages", i), "an object")
 	}
 	var f msgFields
-	visit(o, f.set)
+	jsonread.Visit(o, f.set)
 	if err := decodeRole(f.role, i, m); err != nil {
 		return err
 	}
@@ -68,9 +70,9 @@ func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 		return err
 	}
 	if f.name != nil {
-		s, ok := getStr(f.name)
+		s, ok := jsonread.Str(f.name)
 		if !ok {
-			return errType(msgField(i, "name"), "a string")
+			return jsonread.ErrType(jsonread.MsgField(i, "name"), "a string")
 		}
 		m.Name = s
 	}
@@ -79,9 +81,9 @@ func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 		return decodeAssistant(&f, i, m)
 	case canon.RoleTool:
 		if f.toolCallID != nil {
-			s, ok := getStr(f.toolCallID)
+			s, ok := jsonread.Str(f.toolCallID)
 			if !ok {
-				return errType(msgField(i, "tool_call_id"), "a string")
+				return jsonread.ErrType(jsonread.MsgField(i, "tool_call_id"), "a string")
 			}
 			m.ToolCallID = s
 		}
@@ -91,10 +93,10 @@ func decodeMessage(v *fastjson.Value, i int, m *canon.Message) error {
 
 func decodeRole(v *fastjson.Value, i int, m *canon.Message) error {
 	if v == nil {
-		return errRequired(msgField(i, "role"))
+		return jsonread.ErrRequired(jsonread.MsgField(i, "role"))
 	}
 	if v.Type() != fastjson.TypeString {
-		return errType(msgField(i, "role"), "a string")
+		return jsonread.ErrType(jsonread.MsgField(i, "role"), "a string")
 	}
 	b, _ := v.StringBytes()
 	switch string(b) {
@@ -107,7 +109,7 @@ func decodeRole(v *fastjson.Value, i int, m *canon.Message) error {
 	case "tool", "function": // function: the legacy form of a tool result
 		m.Role = canon.RoleTool
 	default:
-		return sdk.BadInput(msgField(i, "role") + ` "` + string(b) + `" is not supported`)
+		return sdk.BadInput(jsonread.MsgField(i, "role") + ` "` + string(b) + `" is not supported`)
 	}
 	return nil
 }
@@ -119,7 +121,7 @@ func decodeContent(v *fastjson.Value, i int, m *canon.Message) error {
 		if m.Role == canon.RoleAssistant {
 			return nil
 		}
-		return errRequired(msgField(i, "content"))
+		return jsonread.ErrRequired(jsonread.MsgField(i, "content"))
 	}
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
@@ -130,7 +132,7 @@ func decodeContent(v *fastjson.Value, i int, m *canon.Message) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType(msgField(i, "content"), "a string or an array of content parts")
+		return jsonread.ErrType(jsonread.MsgField(i, "content"), "a string or an array of content parts")
 	}
 	if len(arr) == 0 {
 		return nil
@@ -147,7 +149,7 @@ func decodeContent(v *fastjson.Value, i int, m *canon.Message) error {
 }
 
 func partField(i, j int, field string) string {
-	s := at(msgField(i, "content"), j)
+	s := jsonread.At(jsonread.MsgField(i, "content"), j)
 	if field != "" {
 		s += "." + field
 	}
@@ -157,25 +159,25 @@ func partField(i, j int, field string) string {
 func decodePart(v *fastjson.Value, i, j int, p *canon.Part) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType(partField(i, j, ""), "an object")
+		return jsonread.ErrType(partField(i, j, ""), "an object")
 	}
 	tv := o.Get("type")
 	if tv == nil || tv.Type() == fastjson.TypeNull {
-		return errRequired(partField(i, j, "type"))
+		return jsonread.ErrRequired(partField(i, j, "type"))
 	}
-	typ, ok := getStr(tv)
+	typ, ok := jsonread.Str(tv)
 	if !ok {
-		return errType(partField(i, j, "type"), "a string")
+		return jsonread.ErrType(partField(i, j, "type"), "a string")
 	}
 	switch typ {
 	case "text", "refusal": // refusal: an assistant's earlier refusal, kept as text
 		tx := o.Get(typ)
 		s, ok := "", tx != nil
 		if ok {
-			s, ok = getStr(tx)
+			s, ok = jsonread.Str(tx)
 		}
 		if !ok {
-			return errType(partField(i, j, typ), "a string")
+			return jsonread.ErrType(partField(i, j, typ), "a string")
 		}
 		p.Type, p.Text = canon.PartText, s
 		return nil
@@ -194,27 +196,27 @@ func decodeImage(v *fastjson.Value, i, j int, p *canon.Part) error {
 	var url *fastjson.Value
 	switch {
 	case v == nil || v.Type() == fastjson.TypeNull:
-		return errRequired(field("image_url"))
+		return jsonread.ErrRequired(field("image_url"))
 	case v.Type() == fastjson.TypeString:
 		url = v
 	case v.Type() == fastjson.TypeObject:
 		url = v.Get("url")
 		if d := v.Get("detail"); d != nil && d.Type() != fastjson.TypeNull {
-			s, ok := getStr(d)
+			s, ok := jsonread.Str(d)
 			if !ok {
-				return errType(field("image_url.detail"), "a string")
+				return jsonread.ErrType(field("image_url.detail"), "a string")
 			}
 			p.Detail = s
 		}
 	default:
-		return errType(field("image_url"), "an object")
+		return jsonread.ErrType(field("image_url"), "an object")
 	}
 	if url == nil || url.Type() == fastjson.TypeNull {
-		return errRequired(field("image_url.url"))
+		return jsonread.ErrRequired(field("image_url.url"))
 	}
-	s, ok := getStr(url)
+	s, ok := jsonread.Str(url)
 	if !ok {
-		return errType(field("image_url.url"), "a string")
+		return jsonread.ErrType(field("image_url.url"), "a string")
 	}
 	switch {
 	case hasPrefixFold(s, "https://"), hasPrefixFold(s, "http://"):
@@ -255,19 +257,19 @@ func decodeAssistant(f *msgFields, i int, m *canon.Message) error {
 	if f.toolCalls != nil {
 		arr, err := f.toolCalls.Array()
 		if err != nil {
-			return errType(msgField(i, "tool_calls"), "an array")
+			return jsonread.ErrType(jsonread.MsgField(i, "tool_calls"), "an array")
 		}
 		if len(arr) > 0 {
 			m.ToolCalls = make([]canon.ToolCall, len(arr))
 		}
 		for j, tv := range arr {
-			if err := decodeToolCall(tv, at(msgField(i, "tool_calls"), j), &m.ToolCalls[j]); err != nil {
+			if err := decodeToolCall(tv, jsonread.At(jsonread.MsgField(i, "tool_calls"), j), &m.ToolCalls[j]); err != nil {
 				return err
 			}
 		}
 	} else if f.functionCall != nil { // legacy single function call
 		var tc canon.ToolCall
-		if err := decodeFunction(f.functionCall, msgField(i, "function_call"), &tc); err != nil {
+		if err := decodeFunction(f.functionCall, jsonread.MsgField(i, "function_call"), &tc); err != nil {
 			return err
 		}
 		m.ToolCalls = []canon.ToolCall{tc}
@@ -280,9 +282,9 @@ func decodeAssistant(f *msgFields, i int, m *canon.Message) error {
 		if r.v == nil {
 			continue
 		}
-		s, ok := getStr(r.v)
+		s, ok := jsonread.Str(r.v)
 		if !ok {
-			return errType(msgField(i, r.name), "a string")
+			return jsonread.ErrType(jsonread.MsgField(i, r.name), "a string")
 		}
 		if s != "" {
 			m.Reasoning = s
@@ -295,19 +297,19 @@ func decodeAssistant(f *msgFields, i int, m *canon.Message) error {
 func decodeToolCall(v *fastjson.Value, path string, tc *canon.ToolCall) error {
 	o, err := v.Object()
 	if err != nil {
-		return errType(path, "an object")
+		return jsonread.ErrType(path, "an object")
 	}
 	if id := o.Get("id"); id != nil && id.Type() != fastjson.TypeNull {
-		s, ok := getStr(id)
+		s, ok := jsonread.Str(id)
 		if !ok {
-			return errType(path+".id", "a string")
+			return jsonread.ErrType(path+".id", "a string")
 		}
 		tc.ID = s
 	}
-	if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull && !isStr(typ, "function") {
-		s, ok := getStr(typ)
+	if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull && !jsonread.IsStr(typ, "function") {
+		s, ok := jsonread.Str(typ)
 		if !ok {
-			return errType(path+".type", "a string")
+			return jsonread.ErrType(path+".type", "a string")
 		}
 		return sdk.BadInput(path + ".type: tool call type " + s + " is not supported")
 	}
@@ -318,19 +320,19 @@ func decodeToolCall(v *fastjson.Value, path string, tc *canon.ToolCall) error {
 // string; an object is accepted too and kept as its JSON text.
 func decodeFunction(v *fastjson.Value, path string, tc *canon.ToolCall) error {
 	if v == nil || v.Type() == fastjson.TypeNull {
-		return errRequired(path)
+		return jsonread.ErrRequired(path)
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType(path, "an object")
+		return jsonread.ErrType(path, "an object")
 	}
 	nv := o.Get("name")
 	if nv == nil || nv.Type() == fastjson.TypeNull {
-		return errRequired(path + ".name")
+		return jsonread.ErrRequired(path + ".name")
 	}
-	s, ok := getStr(nv)
+	s, ok := jsonread.Str(nv)
 	if !ok {
-		return errType(path+".name", "a string")
+		return jsonread.ErrType(path+".name", "a string")
 	}
 	tc.Name = s
 	av := o.Get("arguments")
@@ -342,7 +344,7 @@ func decodeFunction(v *fastjson.Value, path string, tc *canon.ToolCall) error {
 	case av.Type() == fastjson.TypeObject:
 		tc.Arguments = string(av.MarshalTo(nil))
 	default:
-		return errType(path+".arguments", "a string")
+		return jsonread.ErrType(path+".arguments", "a string")
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // reqFields holds the top-level request fields this translator reads, as
@@ -96,31 +98,22 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if len(route) > 0 && string(route) != RouteChat && !tokenize && !completion {
 		return sdk.BadInput("route " + string(route) + " has no request body to decode")
 	}
-	// fastjson's parser is lenient (bad escapes, odd numbers); its validator
-	// is strict and cheap, so run it first.
-	if err := fastjson.ValidateBytes(body); err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	v, err := t.p.ParseBytes(body)
+	o, err := jsonread.Object(&t.p, body)
 	if err != nil {
-		return sdk.BadInput("request body is not valid JSON: " + err.Error())
-	}
-	o, err := v.Object()
-	if err != nil {
-		return sdk.BadInput("request body must be a JSON object")
+		return err
 	}
 	var f reqFields
-	visit(o, f.set)
+	jsonread.Visit(o, f.set)
 
 	if f.model == nil {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
-	s, ok := getStr(f.model)
+	s, ok := jsonread.Str(f.model)
 	if !ok {
-		return errType("model", "a string")
+		return jsonread.ErrType("model", "a string")
 	}
 	if s == "" {
-		return errRequired("model")
+		return jsonread.ErrRequired("model")
 	}
 	req.Model = s
 	switch {
@@ -150,18 +143,18 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 func decodeStreaming(f *reqFields, req *canon.ChatRequest) error {
 	var ok bool
 	if f.stream != nil {
-		if req.Stream, ok = getBool(f.stream); !ok {
-			return errType("stream", "a boolean")
+		if req.Stream, ok = jsonread.Bool(f.stream); !ok {
+			return jsonread.ErrType("stream", "a boolean")
 		}
 	}
 	if f.streamOptions != nil {
 		o, err := f.streamOptions.Object()
 		if err != nil {
-			return errType("stream_options", "an object")
+			return jsonread.ErrType("stream_options", "an object")
 		}
 		if v := o.Get("include_usage"); v != nil && v.Type() != fastjson.TypeNull {
-			if req.IncludeUsage, ok = getBool(v); !ok {
-				return errType("stream_options.include_usage", "a boolean")
+			if req.IncludeUsage, ok = jsonread.Bool(v); !ok {
+				return jsonread.ErrType("stream_options.include_usage", "a boolean")
 			}
 		}
 	}
@@ -172,9 +165,9 @@ func decodeStreaming(f *reqFields, req *canon.ChatRequest) error {
 		if u.v == nil {
 			continue
 		}
-		s, ok := getStr(u.v)
+		s, ok := jsonread.Str(u.v)
 		if !ok {
-			return errType(u.name, "a string")
+			return jsonread.ErrType(u.name, "a string")
 		}
 		if s != "" {
 			req.User = s // user wins over its successor safety_identifier

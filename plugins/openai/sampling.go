@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeSampling reads the token limit and sampling parameters.
@@ -18,11 +20,11 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		if m.v == nil {
 			continue
 		}
-		n, ok := getInt(m.v)
+		n, ok := jsonread.Int(m.v)
 		if !ok {
-			return errType(m.name, "an integer")
+			return jsonread.ErrType(m.name, "an integer")
 		}
-		if n < 1 || n > maxInt32 {
+		if n < 1 || n > jsonread.MaxInt32 {
 			return sdk.BadInput(m.name + " must be between 1 and 2147483647")
 		}
 		req.MaxTokens = int(n)
@@ -49,9 +51,9 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 		if p.v == nil {
 			continue
 		}
-		x, ok := getFloat(p.v)
+		x, ok := jsonread.Float(p.v)
 		if !ok {
-			return errType(p.name, "a number")
+			return jsonread.ErrType(p.name, "a number")
 		}
 		if !(x >= p.min && x <= p.max) { // NaN fails too
 			return sdk.BadInput(p.name + " must be " + p.rng)
@@ -60,25 +62,25 @@ func decodeSampling(f *reqFields, req *canon.ChatRequest) error {
 	}
 
 	if f.topK != nil {
-		n, ok := getInt(f.topK)
-		if !ok || n < -1 || n > maxInt32 {
-			return errType("top_k", "an integer (-1 disables it)")
+		n, ok := jsonread.Int(f.topK)
+		if !ok || n < -1 || n > jsonread.MaxInt32 {
+			return jsonread.ErrType("top_k", "an integer (-1 disables it)")
 		}
 		k := int(n)
 		req.TopK = &k
 	}
 	if f.seed != nil {
-		n, ok := getInt(f.seed)
+		n, ok := jsonread.Int(f.seed)
 		if !ok {
-			return errType("seed", "an integer")
+			return jsonread.ErrType("seed", "an integer")
 		}
 		req.Seed = &n
 	}
 	if f.n != nil {
-		n, ok := getInt(f.n)
+		n, ok := jsonread.Int(f.n)
 		switch {
 		case !ok:
-			return errType("n", "an integer")
+			return jsonread.ErrType("n", "an integer")
 		case n < 1 || n > maxChoices:
 			return sdk.BadInput("n must be between 1 and 128")
 		}
@@ -97,14 +99,14 @@ const maxChoices = 128
 // and only with logprobs true, as OpenAI requires).
 func decodeLogprobs(f *reqFields, req *canon.ChatRequest) error {
 	if f.logprobs != nil {
-		b, ok := getBool(f.logprobs)
+		b, ok := jsonread.Bool(f.logprobs)
 		if !ok {
-			return errType("logprobs", "a boolean")
+			return jsonread.ErrType("logprobs", "a boolean")
 		}
 		req.Logprobs = b
 	}
 	if f.topLogprobs != nil {
-		n, ok := getInt(f.topLogprobs)
+		n, ok := jsonread.Int(f.topLogprobs)
 		if !ok || n < 0 || n > 20 {
 			return sdk.BadInput("top_logprobs must be an integer between 0 and 20")
 		}
@@ -123,7 +125,7 @@ func decodeStop(v *fastjson.Value, req *canon.ChatRequest) error {
 		return nil
 	}
 	const msg = "a string or an array of strings"
-	if s, ok := getStr(v); ok {
+	if s, ok := jsonread.Str(v); ok {
 		if s != "" {
 			req.Stop = []string{s}
 		}
@@ -131,12 +133,12 @@ func decodeStop(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	arr, err := v.Array()
 	if err != nil {
-		return errType("stop", msg)
+		return jsonread.ErrType("stop", msg)
 	}
 	for _, e := range arr {
-		s, ok := getStr(e)
+		s, ok := jsonread.Str(e)
 		if !ok {
-			return errType("stop", msg)
+			return jsonread.ErrType("stop", msg)
 		}
 		if s != "" {
 			req.Stop = append(req.Stop, s)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeThinking normalizes the thinking switches clients use into
@@ -57,7 +59,7 @@ func onOff(b bool) canon.Think {
 
 // decodeThink reads Ollama's think: a boolean or "low" | "medium" | "high".
 func decodeThink(v *fastjson.Value) (canon.Think, error) {
-	if b, ok := getBool(v); ok {
+	if b, ok := jsonread.Bool(v); ok {
 		return onOff(b), nil
 	}
 	if v.Type() == fastjson.TypeString {
@@ -71,24 +73,24 @@ func decodeThink(v *fastjson.Value) (canon.Think, error) {
 			return canon.ThinkHigh, nil
 		}
 	}
-	return "", errType("think", `a boolean or one of "low", "medium", "high"`)
+	return "", jsonread.ErrType("think", `a boolean or one of "low", "medium", "high"`)
 }
 
 // decodeThinkingObject reads {"type": "enabled" | "adaptive" | "disabled",
 // "budget_tokens": N}; a bare boolean is accepted too.
 func decodeThinkingObject(v *fastjson.Value, req *canon.ChatRequest) (canon.Think, error) {
-	if b, ok := getBool(v); ok {
+	if b, ok := jsonread.Bool(v); ok {
 		return onOff(b), nil
 	}
 	o, err := v.Object()
 	if err != nil {
-		return "", errType("thinking", "an object")
+		return "", jsonread.ErrType("thinking", "an object")
 	}
 	var t canon.Think
 	if bv := o.Get("budget_tokens"); bv != nil && bv.Type() != fastjson.TypeNull {
-		n, ok := getInt(bv)
-		if !ok || n < 0 || n > maxInt32 {
-			return "", errType("thinking.budget_tokens", "a non-negative integer")
+		n, ok := jsonread.Int(bv)
+		if !ok || n < 0 || n > jsonread.MaxInt32 {
+			return "", jsonread.ErrType("thinking.budget_tokens", "a non-negative integer")
 		}
 		req.ThinkBudget = int(n)
 		if n > 0 {
@@ -108,7 +110,7 @@ func decodeThinkingObject(v *fastjson.Value, req *canon.ChatRequest) (canon.Thin
 			return canon.ThinkOff, nil
 		}
 	}
-	return "", errType("thinking.type", `one of "enabled", "adaptive", "disabled"`)
+	return "", jsonread.ErrType("thinking.type", `one of "enabled", "adaptive", "disabled"`)
 }
 
 // decodeTemplateKwargs reads chat_template_kwargs.enable_thinking (Qwen3 and
@@ -117,16 +119,16 @@ func decodeThinkingObject(v *fastjson.Value, req *canon.ChatRequest) (canon.Thin
 func decodeTemplateKwargs(v *fastjson.Value) (canon.Think, error) {
 	o, err := v.Object()
 	if err != nil {
-		return "", errType("chat_template_kwargs", "an object")
+		return "", jsonread.ErrType("chat_template_kwargs", "an object")
 	}
 	for _, k := range [...]string{"enable_thinking", "thinking"} {
 		kv := o.Get(k)
 		if kv == nil || kv.Type() == fastjson.TypeNull {
 			continue
 		}
-		b, ok := getBool(kv)
+		b, ok := jsonread.Bool(kv)
 		if !ok {
-			return "", errType("chat_template_kwargs."+k, "a boolean")
+			return "", jsonread.ErrType("chat_template_kwargs."+k, "a boolean")
 		}
 		return onOff(b), nil
 	}
@@ -149,5 +151,5 @@ func decodeEffort(v *fastjson.Value) (canon.Think, error) {
 		}
 		return "", sdk.BadInput(`reasoning_effort "` + string(b) + `" is not supported (use none, minimal, low, medium, high or xhigh)`)
 	}
-	return "", errType("reasoning_effort", "a string")
+	return "", jsonread.ErrType("reasoning_effort", "a string")
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeTokenize reads a /v1/tokenize body (the reference implementation's
@@ -22,14 +24,14 @@ func decodeTokenize(o *fastjson.Object, f *reqFields, req *canon.ChatRequest) er
 		case fastjson.TypeArray:
 			items, _ := p.Array()
 			for i, it := range items {
-				s, ok := getStr(it)
+				s, ok := jsonread.Str(it)
 				if !ok {
 					return sdk.BadInput("prompt[" + strconv.Itoa(i) + "]: expected a string")
 				}
 				req.Messages = append(req.Messages, userText(s))
 			}
 		default:
-			return errType("prompt", "a string or an array of strings")
+			return jsonread.ErrType("prompt", "a string or an array of strings")
 		}
 		return nil
 	}

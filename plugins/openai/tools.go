@@ -5,6 +5,8 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+
+	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
 )
 
 // decodeTools reads tools, tool_choice and parallel_tool_calls, falling back
@@ -36,9 +38,9 @@ func decodeTools(f *reqFields, req *canon.ChatRequest) error {
 		req.ToolChoice = tc
 	}
 	if f.parallelToolCalls != nil {
-		b, ok := getBool(f.parallelToolCalls)
+		b, ok := jsonread.Bool(f.parallelToolCalls)
 		if !ok {
-			return errType("parallel_tool_calls", "a boolean")
+			return jsonread.ErrType("parallel_tool_calls", "a boolean")
 		}
 		req.ParallelToolCalls = &b
 	}
@@ -50,34 +52,34 @@ func decodeTools(f *reqFields, req *canon.ChatRequest) error {
 func decodeToolList(v *fastjson.Value, name string, wrapped bool, req *canon.ChatRequest) error {
 	arr, err := v.Array()
 	if err != nil {
-		return errType(name, "an array")
+		return jsonread.ErrType(name, "an array")
 	}
 	if len(arr) == 0 {
 		return nil
 	}
 	req.Tools = make([]canon.Tool, len(arr))
 	for i, tv := range arr {
-		path := at(name, i)
+		path := jsonread.At(name, i)
 		o, err := tv.Object()
 		if err != nil {
-			return errType(path, "an object")
+			return jsonread.ErrType(path, "an object")
 		}
 		fn := o
 		if wrapped {
-			if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull && !isStr(typ, "function") {
-				s, ok := getStr(typ)
+			if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull && !jsonread.IsStr(typ, "function") {
+				s, ok := jsonread.Str(typ)
 				if !ok {
-					return errType(path+".type", "a string")
+					return jsonread.ErrType(path+".type", "a string")
 				}
 				return sdk.BadInput(path + ".type: tool type " + s + " is not supported")
 			}
 			path += ".function"
 			fv := o.Get("function")
 			if fv == nil || fv.Type() == fastjson.TypeNull {
-				return errRequired(path)
+				return jsonread.ErrRequired(path)
 			}
 			if fn, err = fv.Object(); err != nil {
-				return errType(path, "an object")
+				return jsonread.ErrType(path, "an object")
 			}
 		}
 		if err := decodeToolDef(fn, path, &req.Tools[i]); err != nil {
@@ -90,30 +92,30 @@ func decodeToolList(v *fastjson.Value, name string, wrapped bool, req *canon.Cha
 func decodeToolDef(o *fastjson.Object, path string, t *canon.Tool) error {
 	nv := o.Get("name")
 	if nv == nil || nv.Type() == fastjson.TypeNull {
-		return errRequired(path + ".name")
+		return jsonread.ErrRequired(path + ".name")
 	}
-	s, ok := getStr(nv)
+	s, ok := jsonread.Str(nv)
 	if !ok {
-		return errType(path+".name", "a string")
+		return jsonread.ErrType(path+".name", "a string")
 	}
 	if s == "" {
-		return errRequired(path + ".name")
+		return jsonread.ErrRequired(path + ".name")
 	}
 	t.Name = s
 	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
-		if t.Description, ok = getStr(d); !ok {
-			return errType(path+".description", "a string")
+		if t.Description, ok = jsonread.Str(d); !ok {
+			return jsonread.ErrType(path+".description", "a string")
 		}
 	}
 	if p := o.Get("parameters"); p != nil && p.Type() != fastjson.TypeNull {
 		if p.Type() != fastjson.TypeObject {
-			return errType(path+".parameters", "an object")
+			return jsonread.ErrType(path+".parameters", "an object")
 		}
 		t.Parameters = p.MarshalTo(nil)
 	}
 	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
-		if t.Strict, ok = getBool(st); !ok {
-			return errType(path+".strict", "a boolean")
+		if t.Strict, ok = jsonread.Bool(st); !ok {
+			return jsonread.ErrType(path+".strict", "a boolean")
 		}
 	}
 	return nil
@@ -137,14 +139,14 @@ func decodeToolChoice(v *fastjson.Value, name string) (*canon.ToolChoice, error)
 	}
 	o, err := v.Object()
 	if err != nil {
-		return nil, errType(name, "a string or an object")
+		return nil, jsonread.ErrType(name, "a string or an object")
 	}
 	fn := o
 	if typ := o.Get("type"); typ != nil && typ.Type() != fastjson.TypeNull {
-		if !isStr(typ, "function") {
-			s, ok := getStr(typ)
+		if !jsonread.IsStr(typ, "function") {
+			s, ok := jsonread.Str(typ)
 			if !ok {
-				return nil, errType(name+".type", "a string")
+				return nil, jsonread.ErrType(name+".type", "a string")
 			}
 			return nil, sdk.BadInput(name + ".type: tool choice type " + s + " is not supported")
 		}
@@ -152,18 +154,18 @@ func decodeToolChoice(v *fastjson.Value, name string) (*canon.ToolChoice, error)
 		// flat {"type": "function", "name"} is accepted too.
 		if fv := o.Get("function"); fv != nil && fv.Type() != fastjson.TypeNull {
 			if fn, err = fv.Object(); err != nil {
-				return nil, errType(name+".function", "an object")
+				return nil, jsonread.ErrType(name+".function", "an object")
 			}
 			name += ".function"
 		}
 	}
 	nv := fn.Get("name")
 	if nv == nil || nv.Type() == fastjson.TypeNull {
-		return nil, errRequired(name + ".name")
+		return nil, jsonread.ErrRequired(name + ".name")
 	}
-	s, ok := getStr(nv)
+	s, ok := jsonread.Str(nv)
 	if !ok || s == "" {
-		return nil, errType(name+".name", "a non-empty string")
+		return nil, jsonread.ErrType(name+".name", "a non-empty string")
 	}
 	return &canon.ToolChoice{Mode: canon.ToolChoiceFunction, Name: s}, nil
 }
@@ -176,15 +178,15 @@ func decodeResponseFormat(v *fastjson.Value, req *canon.ChatRequest) error {
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType("response_format", "an object")
+		return jsonread.ErrType("response_format", "an object")
 	}
 	tv := o.Get("type")
 	if tv == nil || tv.Type() == fastjson.TypeNull {
-		return errRequired("response_format.type")
+		return jsonread.ErrRequired("response_format.type")
 	}
-	typ, ok := getStr(tv)
+	typ, ok := jsonread.Str(tv)
 	if !ok {
-		return errType("response_format.type", "a string")
+		return jsonread.ErrType("response_format.type", "a string")
 	}
 	rf := &canon.ResponseFormat{Type: canon.FormatType(typ)}
 	switch rf.Type {
@@ -203,27 +205,27 @@ func decodeResponseFormat(v *fastjson.Value, req *canon.ChatRequest) error {
 func decodeJSONSchema(v *fastjson.Value, rf *canon.ResponseFormat) error {
 	const path = "response_format.json_schema"
 	if v == nil || v.Type() == fastjson.TypeNull {
-		return errRequired(path)
+		return jsonread.ErrRequired(path)
 	}
 	o, err := v.Object()
 	if err != nil {
-		return errType(path, "an object")
+		return jsonread.ErrType(path, "an object")
 	}
 	var ok bool
 	if n := o.Get("name"); n != nil && n.Type() != fastjson.TypeNull {
-		if rf.Name, ok = getStr(n); !ok {
-			return errType(path+".name", "a string")
+		if rf.Name, ok = jsonread.Str(n); !ok {
+			return jsonread.ErrType(path+".name", "a string")
 		}
 	}
 	if s := o.Get("schema"); s != nil && s.Type() != fastjson.TypeNull {
 		if s.Type() != fastjson.TypeObject && s.Type() != fastjson.TypeTrue && s.Type() != fastjson.TypeFalse {
-			return errType(path+".schema", "an object")
+			return jsonread.ErrType(path+".schema", "an object")
 		}
 		rf.Schema = s.MarshalTo(nil)
 	}
 	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
-		if rf.Strict, ok = getBool(st); !ok {
-			return errType(path+".strict", "a boolean")
+		if rf.Strict, ok = jsonread.Bool(st); !ok {
+			return jsonread.ErrType(path+".strict", "a boolean")
 		}
 	}
 	return nil
