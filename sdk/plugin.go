@@ -132,12 +132,12 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	switch {
 	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
 		err = p.dispatchFused(op, &h, state, meta, payload)
-	case op >= abi.OpRequestEncode && op <= abi.OpEmbedResponseDecode:
+	case op >= abi.OpRequestEncode && op <= abi.OpRerankResponseDecode:
 		var a Adapter
 		if a, err = p.adapter(op, h.Adapter); err == nil {
 			err = p.dispatchAdapter(a, op, payload)
 		}
-	case op >= abi.OpRequestDecode && op <= abi.OpTokensEncode:
+	case op >= abi.OpRequestDecode && op <= abi.OpRerankResponseEncode:
 		var t Translator
 		if t, err = p.translator(op, h.Translator); err == nil {
 			err = p.dispatchTranslator(t, op, payload)
@@ -197,6 +197,12 @@ func (p *Plugin) dispatchTranslator(t Translator, op abi.Op, payload []byte) err
 			return ErrUnsupported
 		}
 		return p.dispatchEmbedTranslator(et, c, op, payload)
+	case abi.OpRerankRequestDecode, abi.OpRerankResponseEncode:
+		rt, ok := t.(RerankTranslator)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchRerankTranslator(rt, c, op, payload)
 	case abi.OpTokensEncode:
 		tt, ok := t.(TokenCountTranslator)
 		if !ok {
@@ -260,6 +266,12 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 			return ErrUnsupported
 		}
 		return p.dispatchEmbedAdapter(ea, c, op, payload)
+	case abi.OpRerankRequestEncode, abi.OpRerankResponseDecode:
+		ra, ok := a.(RerankAdapter)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchRerankAdapter(ra, c, op, payload)
 	default:
 		return ErrUnsupported
 	}

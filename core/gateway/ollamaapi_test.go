@@ -434,10 +434,11 @@ func TestOllamaSDK_Errors(t *testing.T) {
 			run  func() error
 			want string
 		}{
-			{"raw", func() error {
-				return c.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: "x", Raw: true},
+			{"raw with images", func() error {
+				return c.Generate(context.Background(), &api.GenerateRequest{Model: model, Prompt: "x", Raw: true,
+					Images: []api.ImageData{api.ImageData(mustBase64(onePixelPNG))}},
 					func(api.GenerateResponse) error { return nil })
-			}, "raw is not supported"},
+			}, "images are not supported with raw"},
 			{"options", func() error {
 				return c.Chat(context.Background(), &api.ChatRequest{Model: model, Messages: hi, Options: map[string]any{"temperature": "hot"}},
 					func(api.ChatResponse) error { return nil })
@@ -519,4 +520,12 @@ func TestOllamaSDK_Embed(t *testing.T) {
 			matrix.Mark(t, "ollama", "embeddings", engineOf(model))
 		})
 	}
+}
+
+func mustBase64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -61,6 +61,9 @@ type exchange struct {
 	// embedEnc is an embedding request's vector encoding, as the
 	// translator named it, for the response encode (embed.go).
 	embedEnc string
+	// unary is the op set of an embedding, rerank or score request
+	// (unary.go), set by its decode stage.
+	unary *plugcall.Unary
 
 	sreq       sched.Request
 	lease      sched.Lease
@@ -124,7 +127,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}
 	ex.routed, ex.decoded, ex.fused, ex.adNDJSON = false, false, false, false
-	ex.embedEnc = ""
+	ex.embedEnc, ex.unary = "", nil
 	ex.body, ex.bodyHeld = ex.body[:0], 0
 	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
 	ex.sreq.Exclude = ex.sreq.Exclude[:0]

@@ -32,7 +32,7 @@ const selfTimed = outcome.NumStages
 type attempt struct {
 	s     *Server
 	max   int
-	embed bool // an embedding request (embed.go): encodeEmbed, never streamed
+	unary bool // an embedding, rerank or score request (unary.go): encodeUnary, never streamed
 }
 
 func (attempt) stage() outcome.Stage { return selfTimed }
@@ -44,8 +44,8 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		ex.out.Attempts++
 		t0 := time.Now()
 		var err error
-		if a.embed {
-			err = ex.encodeEmbed(b)
+		if a.unary {
+			err = ex.encodeUnary(b)
 		} else {
 			err = ex.encode(b)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/jsonscan"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -38,8 +39,12 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts}, respond{}},
-		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, embedDecode{}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts, embed: true}, embedRespond{}},
+		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, admit{s.admitter},
+			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
+		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, admit{s.admitter},
+			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
+		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, admit{s.admitter},
+			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
 		sdk.EndpointModels:   {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},

@@ -46,6 +46,8 @@ func Manifest() sdk.Manifest {
 			{Name: RouteTokenize, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/tokenize",
 				Routing: &sdk.Routing{Model: "model"}},
 			{Name: RouteEmbeddings, Kind: sdk.EndpointEmbedding, Method: "POST", Path: "/v1/embeddings", Routing: &sdk.Routing{Model: "model"}},
+			{Name: RouteRerank, Kind: sdk.EndpointRerank, Method: "POST", Path: "/v1/rerank", Routing: &sdk.Routing{Model: "model"}},
+			{Name: RouteScore, Kind: sdk.EndpointScore, Method: "POST", Path: "/v1/score", Routing: &sdk.Routing{Model: "model"}},
 		},
 		StateVersion: stateVersion,
 	}

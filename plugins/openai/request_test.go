@@ -285,8 +285,9 @@ func TestManifest(t *testing.T) {
 		kinds[r.Path] = r.Kind
 	}
 	for path, kind := range map[string]sdk.Endpoint{"/v1/chat/completions": sdk.EndpointChat, "/v1/completions": sdk.EndpointChat,
-		"/v1/models": sdk.EndpointModels, "/v1/tokenize": sdk.EndpointTokenize, "/v1/embeddings": sdk.EndpointEmbedding} {
-		if kinds[path] != kind || len(kinds) != 5 {
+		"/v1/models": sdk.EndpointModels, "/v1/tokenize": sdk.EndpointTokenize, "/v1/embeddings": sdk.EndpointEmbedding,
+		"/v1/rerank": sdk.EndpointRerank, "/v1/score": sdk.EndpointScore} {
+		if kinds[path] != kind || len(kinds) != 7 {
 			t.Errorf("route %s: kind %q (routes %v)", path, kinds[path], kinds)
 		}
 	}

@@ -51,7 +51,9 @@
 //	            embed_response_encode, error_encode     embed_response_decode, error_decode
 //	tokenize    request_decode, tokens_encode,          — (the host counts the
 //	            error_encode                            canonical request's tokens)
-//	completion, rerank, score, responses
+//	rerank,     rerank_request_decode,                  rerank_request_encode,
+//	score       rerank_response_encode, error_encode    rerank_response_decode, error_decode
+//	completion, responses
 //	            reserved (a legacy text completion is a chat route whose
 //	            canonical request has a prompt); their ops arrive with later
 //	            minor versions as optional SDK interfaces, so existing plugins
@@ -137,7 +139,8 @@ import (
 //     (canon.ChatRequest.Prompt); tokenize routes (OpTokensEncode); images
 //     given by URL fetched by the host for adapters that ask
 //     (StatusNeedImages, MetaImage); embedding vectors travel as base64
-//     float32s; embedding ops (OpEmbedRequestDecode, OpEmbedResponseEncode,
+//     float32s; rerank and score routes (OpRerank* ops); embedding ops
+//     (OpEmbedRequestDecode, OpEmbedResponseEncode,
 //     OpEmbedRequestEncode, OpEmbedResponseDecode) for routes of kind
 //     "embedding", with MetaEncodingFormat carrying the client's vector
 //     encoding from the request decode to the response encode; the canonical model list carries loaded, size_bytes,
@@ -219,6 +222,13 @@ const (
 	// max_model_len, estimate) of a tokenize route's request, which the
 	// host decoded with request_decode and counted. Output = client body.
 	OpTokensEncode Op = 8
+	// OpRerankRequestDecode (2.2): payload = client rerank or score
+	// request body (meta MetaRoute says which). Output = canonical rerank
+	// request JSON; output meta MetaModel.
+	OpRerankRequestDecode Op = 9
+	// OpRerankResponseEncode (2.2): payload = canonical rerank response
+	// JSON; meta MetaID, MetaModel, MetaCreated. Output = client body.
+	OpRerankResponseEncode Op = 10
 )
 
 // Adapter ops.
@@ -260,6 +270,15 @@ const (
 	// the response's usage). Backend errors go to OpErrorDecode as for
 	// chat.
 	OpEmbedResponseDecode Op = 22
+	// OpRerankRequestEncode (2.2): payload = canonical rerank request
+	// JSON. Output = backend request body; output meta MetaMethod,
+	// MetaPath, MetaContentType. StatusUnsupported: the engine cannot
+	// rerank or score (the host answers the client 400).
+	OpRerankRequestEncode Op = 23
+	// OpRerankResponseDecode (2.2): payload = backend response body.
+	// Output = canonical rerank response JSON; output meta
+	// MetaPromptTokens when the backend counted them.
+	OpRerankResponseDecode Op = 24
 )
 
 // Fused ops: a translator and an adapter of the same module in one call.
@@ -308,6 +327,14 @@ func (o Op) String() string {
 		return "embed_response_decode"
 	case OpTokensEncode:
 		return "tokens_encode"
+	case OpRerankRequestDecode:
+		return "rerank_request_decode"
+	case OpRerankResponseEncode:
+		return "rerank_response_encode"
+	case OpRerankRequestEncode:
+		return "rerank_request_encode"
+	case OpRerankResponseDecode:
+		return "rerank_response_decode"
 	case OpRequestEncode:
 		return "request_encode"
 	case OpResponseDecode:
@@ -515,6 +542,10 @@ const (
 	// translator names it in canon.EmbeddingRequest.EncodingFormat
 	// ("float", "base64"); absent when the client chose none.
 	MetaEncodingFormat = "encoding_format"
+	// NoDocuments is MetaEncodingFormat's value on a rerank request whose
+	// client asked for results without their documents (2.2): the host
+	// passes it to rerank_response_encode as it passes an encoding.
+	NoDocuments = "no_documents"
 )
 
 // AppendMeta appends one key/value pair.

@@ -17,14 +17,23 @@ import (
 var (
 	Dialects = []string{"openai", "anthropic", "ollama"}
 	Engines  = []string{"vllm", "ollama"}
-	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "errors"}
+	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "rerank", "errors"}
 )
 
 // NotInDialect are the features a dialect has no API for (Anthropic has no
-// embeddings and no legacy completions): shown as such, not as gaps.
+// embeddings, legacy completions or rerank; Ollama no rerank): shown as
+// such, not as gaps.
 var NotInDialect = map[[2]string]bool{
 	{"anthropic", "embeddings"}:  true,
 	{"anthropic", "completions"}: true,
+	{"anthropic", "rerank"}:      true,
+	{"ollama", "rerank"}:         true,
+}
+
+// Notes explain what a cell proves when it is not the feature working
+// (an engine without the capability must answer a clear 400).
+var Notes = map[[3]string]string{
+	{"openai", "rerank", "ollama"}: "Ollama cannot rerank or score: the proven behaviour is a 400 in OpenAI's shape saying so",
 }
 
 // Prefix starts the log line that marks a cell.

@@ -15,27 +15,29 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// Embedding requests (routes of kind embedding, ABI 2.2) run the chat
-// chain's shape with the embedding ops: embedDecode, the same admission,
-// attempt (with encodeEmbed, never streamed, retried as chat), then
-// embedRespond. They are never fused: even when the translator and the
-// adapter are in one bundle, each op is its own call naming its component.
-// The client's vector encoding, which the canonical response does not
-// carry, is kept on the exchange between the request decode and the
-// response encode (abi.MetaEncodingFormat).
+// Unary requests — embeddings, rerank and score (routes of those kinds,
+// ABI 2.2) — run the chat chain's shape with their kind's op set
+// (plugcall.Unary): unaryDecode, the same admission, attempt (with
+// encodeUnary, never streamed, retried as chat), then unaryRespond. They
+// are never fused: even when the translator and the adapter are in one
+// bundle, each op is its own call naming its component. An embedding
+// client's vector encoding, which the canonical response does not carry,
+// is kept on the exchange between the request decode and the response
+// encode (abi.MetaEncodingFormat).
 
-// embedDecode runs the translator's embed_request_decode: client body →
-// canonical embedding request, with the model to route on.
-type embedDecode struct{}
+// unaryDecode runs the translator's request decode: client body →
+// canonical request, with the model to route on.
+type unaryDecode struct{ u *plugcall.Unary }
 
-func (embedDecode) stage() outcome.Stage { return outcome.StageDecode }
+func (unaryDecode) stage() outcome.Stage { return outcome.StageDecode }
 
-func (embedDecode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+func (d unaryDecode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	if err := ex.pinTranslator(); err != nil {
 		return err
 	}
+	ex.unary = d.u
 	var r plugcall.EmbedRequest
-	if err := ex.calls.DecodeEmbedRequest(ex.ctx, ex.tver, ex.body, &r); err != nil {
+	if err := ex.calls.DecodeUnaryRequest(ex.ctx, d.u, ex.tver, ex.body, &r); err != nil {
 		return clientInput(err)
 	}
 	ex.decoded = true
@@ -53,26 +55,30 @@ func (embedDecode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	return nil
 }
 
-// encodeEmbed writes the backend's embedding request through b's adapter.
-// An adapter that cannot embed is the client's 400: the model it asked for
-// is served by an engine without embeddings.
-func (ex *exchange) encodeEmbed(b *backend.Backend) error {
+// encodeUnary writes the backend's request through b's adapter. An
+// adapter that cannot do it is the client's 400: the model it asked for is
+// served by an engine without, say, embeddings.
+func (ex *exchange) encodeUnary(b *backend.Backend) error {
 	if err := ex.pinEmbedAdapter(b); err != nil {
 		return err
 	}
-	if err := ex.calls.EncodeEmbedRequest(ex.ctx, ex.aver, ex.canon, &ex.breqOut); err != nil {
-		return embedEncodeError(ex.req.Model, err)
+	if err := ex.calls.EncodeUnaryRequest(ex.ctx, ex.unary, ex.aver, ex.canon, &ex.breqOut); err != nil {
+		return unaryEncodeError(ex.unary, ex.req.Model, err)
 	}
 	return nil
 }
 
-// embedEncodeError is the client's view of a failed embed_request_encode
-// (apart, so the success path allocates nothing for errors.As).
-func embedEncodeError(model string, err error) error {
+// unaryEncodeError is the client's view of a failed request encode (apart,
+// so the success path allocates nothing for errors.As).
+func unaryEncodeError(u *plugcall.Unary, model string, err error) error {
 	var se *pluginhost.StatusError
 	if errors.As(err, &se) && se.Status == abi.StatusUnsupported {
-		return apierr.Wrap(canon.ErrInvalidRequest, "embeddings_unsupported",
-			"model "+logredact.Truncate(model, maxModelName)+"'s backend cannot produce embeddings", err)
+		code := "embeddings_unsupported"
+		if u == &plugcall.Rerank {
+			code = "rerank_unsupported"
+		}
+		return apierr.Wrap(canon.ErrInvalidRequest, code,
+			"model "+logredact.Truncate(model, maxModelName)+"'s backend cannot "+u.What, err)
 	}
 	return clientInput(err)
 }
@@ -110,22 +116,22 @@ func noAdapter(b *backend.Backend) error {
 	return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 }
 
-// embedRespond translates the backend's embedding response: adapter
-// decode, then translator encode in the encoding the client asked for.
-type embedRespond struct{}
+// unaryRespond translates the backend's response: adapter decode, then
+// translator encode (in the encoding an embedding client asked for).
+type unaryRespond struct{}
 
-func (embedRespond) stage() outcome.Stage { return outcome.StageRespond }
+func (unaryRespond) stage() outcome.Stage { return outcome.StageRespond }
 
-func (embedRespond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+func (unaryRespond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	ex.watch.stop()
 	ex.lease.Release() // the backend answered: its slot is free now
 	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
 		return ex.backendError(code, ex.bresp.Body())
 	}
-	if err := ex.calls.DecodeEmbedResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
+	if err := ex.calls.DecodeUnaryResponse(ex.ctx, ex.unary, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
 		return pluginFailure(err)
 	}
-	if err := ex.calls.EncodeEmbedResponse(ex.ctx, ex.tver, ex.header(), ex.embedEnc, ex.dec.Canonical, &ex.enc); err != nil {
+	if err := ex.calls.EncodeUnaryResponse(ex.ctx, ex.unary, ex.tver, ex.header(), ex.embedEnc, ex.dec.Canonical, &ex.enc); err != nil {
 		return pluginFailure(err)
 	}
 	ex.out.Usage = ex.dec.Usage
