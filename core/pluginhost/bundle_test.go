@@ -83,10 +83,10 @@ func TestBundle_LoadsComponentsAndFuses(t *testing.T) {
 	h := bundleHost(t, bundleEntry(t, "firstparty"))
 	p := h.Plugin("firstparty")
 	m := p.Manifest()
-	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Parts()) != 3 {
+	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Parts()) != 5 {
 		t.Fatalf("manifest %+v", m)
 	}
-	for i, want := range []string{"openai", "vllm", "ollama"} {
+	for i, want := range []string{"openai", "vllm", "ollama", "anthropic", "ollama-api"} {
 		if c, _ := m.Part(uint16(i)); c.Name != want {
 			t.Fatalf("component %d is %q, want %q", i, c.Name, want)
 		}
@@ -447,7 +447,8 @@ func TestRepoPluginsYAML(t *testing.T) {
 		entries []string
 		want    string
 	}{
-		{alt, "openai:translator:plugins/openai.wasm vllm:adapter:plugins/vllm.wasm ollama:adapter:plugins/ollama.wasm"},
+		{alt, "openai:translator:plugins/openai.wasm anthropic:translator:plugins/anthropic.wasm ollama-api:translator:plugins/ollamaapi.wasm " +
+			"vllm:adapter:plugins/vllm.wasm ollama:adapter:plugins/ollama.wasm"},
 		{native, "firstparty:bundle:native:firstparty"},
 	} {
 		c, err := ParseConfig([]byte(strings.Join(append(head, tt.entries...), "\n")))
