@@ -58,28 +58,7 @@ func (a *Adapter) encodeCompletion(c *sdk.Call, req *canon.ChatRequest, out *sdk
 		w.Key("logprobs")
 		w.Int(int64(req.TopLogprobs))
 	}
-	optFloat(w, "temperature", req.Temperature)
-	optFloat(w, "top_p", req.TopP)
-	if req.TopK != nil {
-		w.Key("top_k")
-		w.Int(int64(*req.TopK))
-	}
-	optFloat(w, "min_p", req.MinP)
-	optFloat(w, "repetition_penalty", req.RepetitionPenalty)
-	optFloat(w, "frequency_penalty", req.FrequencyPenalty)
-	optFloat(w, "presence_penalty", req.PresencePenalty)
-	if req.Seed != nil {
-		w.Key("seed")
-		w.Int(*req.Seed)
-	}
-	if len(req.Stop) > 0 {
-		w.Key("stop")
-		w.Arr()
-		for _, s := range req.Stop {
-			w.Str(s)
-		}
-		w.EndArr()
-	}
+	writeSampling(w, req)
 	if req.User != "" {
 		w.Key("user")
 		w.Str(req.User)

@@ -78,28 +78,7 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 			w.Int(int64(req.TopLogprobs))
 		}
 	}
-	optFloat(w, "temperature", req.Temperature)
-	optFloat(w, "top_p", req.TopP)
-	if req.TopK != nil {
-		w.Key("top_k")
-		w.Int(int64(*req.TopK))
-	}
-	optFloat(w, "min_p", req.MinP)
-	optFloat(w, "repetition_penalty", req.RepetitionPenalty)
-	optFloat(w, "frequency_penalty", req.FrequencyPenalty)
-	optFloat(w, "presence_penalty", req.PresencePenalty)
-	if req.Seed != nil {
-		w.Key("seed")
-		w.Int(*req.Seed)
-	}
-	if len(req.Stop) > 0 {
-		w.Key("stop")
-		w.Arr()
-		for _, s := range req.Stop {
-			w.Str(s)
-		}
-		w.EndArr()
-	}
+	writeSampling(w, req)
 
 	if len(req.Tools) > 0 {
 		w.Key("tools")
@@ -230,6 +209,32 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	out.SetMeta(abi.MetaMethod, "POST")
 	out.SetMeta(abi.MetaContentType, "application/json")
 	return nil
+}
+
+// writeSampling writes the sampling fields chat and text completions share.
+func writeSampling(w *jsonw.W, req *canon.ChatRequest) {
+	optFloat(w, "temperature", req.Temperature)
+	optFloat(w, "top_p", req.TopP)
+	if req.TopK != nil {
+		w.Key("top_k")
+		w.Int(int64(*req.TopK))
+	}
+	optFloat(w, "min_p", req.MinP)
+	optFloat(w, "repetition_penalty", req.RepetitionPenalty)
+	optFloat(w, "frequency_penalty", req.FrequencyPenalty)
+	optFloat(w, "presence_penalty", req.PresencePenalty)
+	if req.Seed != nil {
+		w.Key("seed")
+		w.Int(*req.Seed)
+	}
+	if len(req.Stop) > 0 {
+		w.Key("stop")
+		w.Arr()
+		for _, s := range req.Stop {
+			w.Str(s)
+		}
+		w.EndArr()
+	}
 }
 
 func optFloat(w *jsonw.W, key string, v *float64) {
