@@ -56,7 +56,7 @@ test: plugins tidy-check ## run every test with and without the race detector, v
 # the table is written from this run, and a failed cell fails the target.
 matrix: plugins ## docs/conformance.md: client dialect × backend engine, from the SDK tests
 	@mkdir -p .cache
-	$(GO) test -json -count=1 -run 'SDK_' ./core/gateway/ > .cache/matrix.json; st=$$?; \
+	$(GO) test -json -count=1 -run 'SDK_|Raw_' ./core/gateway/ > .cache/matrix.json; st=$$?; \
 	  $(GO) run ./core/internal/matrix/cmd/conformance-matrix -o docs/conformance.md < .cache/matrix.json && exit $$st
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy

@@ -7,11 +7,11 @@ import (
 	"github.com/mindrouter/mindrouter/core/internal/matrix"
 )
 
-// TestRerankScore: /v1/rerank and /v1/score in vLLM's shapes (there is
+// TestOpenAIRaw_RerankScore: /v1/rerank and /v1/score in vLLM's shapes (there is
 // no official SDK for them: raw HTTP, as the reference's users call them)
 // through a vLLM backend; an Ollama backend, which has neither, is the
 // client's 400 saying so; bad input is an OpenAI-shaped 400.
-func TestRerankScore(t *testing.T) {
+func TestOpenAIRaw_RerankScore(t *testing.T) {
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	status, _, v := rawPost(t, e.base+"/v1/rerank", adminKey, `{"model":"`+vllmModel+`","query":"capital of France",
 		"documents":["Paris is the capital of France.","Bananas are yellow.",{"text":"France's capital city is Paris."}],"top_n":2}`)
