@@ -12,15 +12,15 @@ import (
 // and never fused.
 type Unary struct {
 	ReqDecode, RespEncode, ReqEncode, RespDecode abi.Op
-	// What names what the engine must be able to do, for the client's
-	// error when an adapter cannot ("produce embeddings").
-	What string
+	// What names what the engine must be able to do and Code the error
+	// code, for the client's error when an adapter cannot.
+	What, Code string
 }
 
 // Unary op sets.
 var (
-	Embed  = Unary{abi.OpEmbedRequestDecode, abi.OpEmbedResponseEncode, abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode, "produce embeddings"}
-	Rerank = Unary{abi.OpRerankRequestDecode, abi.OpRerankResponseEncode, abi.OpRerankRequestEncode, abi.OpRerankResponseDecode, "rerank or score"}
+	Embed  = Unary{abi.OpEmbedRequestDecode, abi.OpEmbedResponseEncode, abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode, "produce embeddings", "embeddings_unsupported"}
+	Rerank = Unary{abi.OpRerankRequestDecode, abi.OpRerankResponseEncode, abi.OpRerankRequestEncode, abi.OpRerankResponseDecode, "rerank or score", "rerank_unsupported"}
 )
 
 // EmbedRequest is what the translator reports about a decoded embedding

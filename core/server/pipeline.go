@@ -344,16 +344,13 @@ func (rt *route) oneModel() bool {
 }
 
 // pickModel narrows list to the model the request body names (read and
-// pre-checked by the stages before), answering 400 without a model and 404
-// for one no backend serves.
+// pre-checked by the stages before: a one-model route's only routing field
+// is the model, so a string model is always in ex.req), answering 400
+// without one and 404 for one no backend serves.
 func pickModel(ex *exchange, list *canon.ModelList) (string, error) {
 	name := ex.req.Model
 	if name == "" {
-		if len(ex.buf) > 0 { // the pre-check found a string but no other routing field parsed
-			name = string(ex.buf)
-		} else {
-			return "", apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required")
-		}
+		return "", apierr.New(canon.ErrInvalidRequest, "invalid_request", "model is required (a string)")
 	}
 	ex.out.Model = name
 	i := modelIndex(list, name)

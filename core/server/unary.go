@@ -73,11 +73,7 @@ func (ex *exchange) encodeUnary(b *backend.Backend) error {
 func unaryEncodeError(u *plugcall.Unary, model string, err error) error {
 	var se *pluginhost.StatusError
 	if errors.As(err, &se) && se.Status == abi.StatusUnsupported {
-		code := "embeddings_unsupported"
-		if u == &plugcall.Rerank {
-			code = "rerank_unsupported"
-		}
-		return apierr.Wrap(canon.ErrInvalidRequest, code,
+		return apierr.Wrap(canon.ErrInvalidRequest, u.Code,
 			"model "+logredact.Truncate(model, maxModelName)+"'s backend cannot "+u.What, err)
 	}
 	return clientInput(err)
