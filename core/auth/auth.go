@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"time"
 )
 
 // KeyPrefix starts every MindRouter API key.
@@ -38,6 +39,21 @@ type Principal struct {
 	Scopes Scope
 	Weight float64 // scheduler weight (0: 1)
 	Admin  bool
+
+	// UserID and GroupID are the store's ids (0 for the bootstrap admin
+	// key when no store user backs it); KeyNum is the key's store id.
+	UserID, GroupID, KeyNum int64
+	// Limits are the user's effective limits (overrides, else the group's).
+	Limits Limits
+}
+
+// Limits are a user's quotas. Zero means unlimited.
+type Limits struct {
+	TokenBudget   int64         // tokens per budget period
+	BudgetPeriod  time.Duration // default 30 days
+	PeriodAnchor  time.Time     // a period starts at PeriodAnchor + k·BudgetPeriod
+	RPM           int           // requests in any sliding 60 s
+	MaxConcurrent int           // requests in flight
 }
 
 // Has reports whether p holds every scope in s.

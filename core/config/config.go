@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -34,6 +35,10 @@ type Config struct {
 	Errors    Errors    `yaml:"errors"`
 	Metrics   Metrics   `yaml:"metrics"`
 	Images    Images    `yaml:"images"`
+	Store     Store     `yaml:"store"`
+	Redis     Redis     `yaml:"redis"`
+	Accounts  Accounts  `yaml:"accounts"`
+	Quota     Quota     `yaml:"quota"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -146,6 +151,56 @@ type Images struct {
 	Allow []string `yaml:"allow"`
 }
 
+// Store is where users, groups, keys, quota counters, backends and nodes
+// are kept: MySQL/MariaDB for a fleet, an embedded SQLite file for one
+// gateway (the default).
+type Store struct {
+	Driver string `yaml:"driver"` // sqlite (default) or mysql
+	// DSN is the SQLite file (relative to the config file; ":memory:" for
+	// a throw-away store) or a go-sql-driver/mysql DSN
+	// ("user:pass@tcp(host:3306)/mindrouter").
+	DSN string `yaml:"dsn"`
+	// Migrate applies pending schema migrations at start (default true);
+	// `mindrouter migrate` applies them otherwise.
+	Migrate *bool `yaml:"migrate"`
+}
+
+// Redis holds the counters replicas share (quotas, revocations). Without
+// an address the gateway keeps them in memory: right for one replica.
+type Redis struct {
+	Addr     string   `yaml:"addr"` // host:port; "" for none
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
+	DB       int      `yaml:"db"`
+	Timeout  Duration `yaml:"timeout"` // per command (default 200ms)
+}
+
+// Accounts configures key verification.
+type Accounts struct {
+	// KeyCacheTTL is how long a verified key is trusted while revocations
+	// arrive through Redis (default 60s); without Redis, 1s.
+	KeyCacheTTL Duration `yaml:"key_cache_ttl"`
+	// SeedGroups creates the usual groups on first start (default true).
+	SeedGroups *bool `yaml:"seed_groups"`
+}
+
+// Quota configures budgets and rate limits.
+type Quota struct {
+	// RedisDown is what happens while Redis is unreachable: "local"
+	// (default: each replica enforces every limit on its own), "open"
+	// (admit without limits) or "closed" (answer 503).
+	RedisDown string `yaml:"redis_down"`
+	// Lease is how long quota taken from Redis in a batch may stay with
+	// a replica before unused parts go back (default 1s).
+	Lease Duration `yaml:"lease"`
+	// PersistInterval is how often counters are written to the store
+	// (default 10s; also at shutdown).
+	PersistInterval Duration `yaml:"persist_interval"`
+	// DefaultMaxTokens is the output reserved for a request that names no
+	// max_tokens (default 4096); a smaller remaining budget caps it.
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
+}
+
 // Duration is a time.Duration written as "30s", "5m".
 type Duration time.Duration
 
@@ -194,7 +249,12 @@ func Default() *Config {
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
 		Images:    Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8},
-		dir:       ".",
+		Store:     Store{Driver: "sqlite", DSN: "data/mindrouter.db"},
+		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
+		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
+		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
+			DefaultMaxTokens: 4096},
+		dir: ".",
 	}
 }
 
@@ -332,6 +392,39 @@ func (c *Config) Validate() error {
 			add("images.allow[%d]: %q is not a CIDR prefix (a /0 would switch the guard off)", i, a)
 		}
 	}
+	switch c.Store.Driver {
+	case "sqlite", "mysql":
+	default:
+		add("store.driver: %q is not one of sqlite, mysql", c.Store.Driver)
+	}
+	if c.Store.DSN == "" {
+		add("store.dsn: required")
+	}
+	if c.Redis.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
+			add("redis.addr: %q is not host:port", c.Redis.Addr)
+		}
+	}
+	if c.Redis.Timeout <= 0 {
+		add("redis.timeout: must be positive")
+	}
+	if c.Accounts.KeyCacheTTL < Duration(time.Second) {
+		add("accounts.key_cache_ttl: must be at least 1s")
+	}
+	switch c.Quota.RedisDown {
+	case "local", "open", "closed":
+	default:
+		add("quota.redis_down: %q is not one of local, open, closed", c.Quota.RedisDown)
+	}
+	if c.Quota.Lease < Duration(10*time.Millisecond) || c.Quota.Lease > Duration(time.Minute) {
+		add("quota.lease: must be between 10ms and 1m")
+	}
+	if c.Quota.PersistInterval < Duration(time.Second) {
+		add("quota.persist_interval: must be at least 1s")
+	}
+	if c.Quota.DefaultMaxTokens < 1 {
+		add("quota.default_max_tokens: must be >= 1")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -351,6 +444,22 @@ func validEngine(s string) bool {
 	}
 	return true
 }
+
+// StoreDSN is store.dsn with a relative SQLite path resolved against the
+// config file's directory.
+func (c *Config) StoreDSN() string {
+	d := c.Store.DSN
+	if c.Store.Driver != "sqlite" || d == ":memory:" || filepath.IsAbs(d) || strings.HasPrefix(d, "file:") {
+		return d
+	}
+	return filepath.Join(c.dir, d)
+}
+
+// MigrateOnStart reports store.migrate (default true).
+func (c *Config) MigrateOnStart() bool { return c.Store.Migrate == nil || *c.Store.Migrate }
+
+// SeedGroups reports accounts.seed_groups (default true).
+func (c *Config) SeedGroups() bool { return c.Accounts.SeedGroups == nil || *c.Accounts.SeedGroups }
 
 // PluginsPath resolves Plugins against the config file's directory.
 func (c *Config) PluginsPath() string {
