@@ -132,7 +132,9 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 	pt := p.patchFor(h.Translator, h.Adapter)
 	switch op {
 	case abi.OpFusedRequest:
-		if pt != nil {
+		// A patch rewrites the client's body as is; an output cap needs
+		// the canonical request, so a capped request takes the full path.
+		if _, capped := abi.MetaGet(meta, abi.MetaMaxOutput); pt != nil && !capped {
 			*c = Call{Op: op, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
 			if p.patchRequest(pt, c, payload) {
 				return nil
@@ -285,7 +287,9 @@ func (p *Plugin) commitFusedState(fs *fusedState, started bool) {
 
 // adapterMeta reports whether a fused request's meta key is for the
 // adapter's request_encode rather than the translator's request_decode.
-func adapterMeta(key string) bool { return key == abi.MetaContextLength || key == abi.MetaImage }
+func adapterMeta(key string) bool {
+	return key == abi.MetaContextLength || key == abi.MetaImage || key == abi.MetaMaxOutput
+}
 
 // filterMeta appends to dst the pairs of meta whose key is the adapter's
 // (keep) or is not (!keep). A malformed list appends what precedes the

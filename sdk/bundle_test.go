@@ -722,3 +722,55 @@ func FuzzFusedState(f *testing.F) {
 		}
 	})
 }
+
+// capAdapter reports the MaxTokens the adapter was given.
+type capAdapter struct{ Unimplemented }
+
+func (capAdapter) EncodeRequest(_ *Call, req *canon.ChatRequest, out *Output) error {
+	out.Body = fmt.Appendf(out.Body, "max=%d", req.MaxTokens)
+	return nil
+}
+
+// capPatch would answer every fused request itself.
+type capPatch struct{}
+
+func (capPatch) PatchRequest(_ *Call, _ []byte, _ *canon.ChatRequest, out *Output) bool {
+	out.Body = append(out.Body, "patched"...)
+	return true
+}
+func (capPatch) PatchResponse(*Call, []byte, *PatchReport, *Output) bool               { return false }
+func (capPatch) PatchStream(*Call, *PatchStream, [][]byte, *PatchReport, *Output) bool { return false }
+
+// The host's output cap (abi.MetaMaxOutput, ABI 2.3) lowers the request's
+// max_tokens, sets it when the client named none, never raises it, and
+// takes a capped fused request off the patch path (a patch copies the
+// client's max_tokens as is).
+func TestMaxOutputCap(t *testing.T) {
+	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, capAdapter{}), TranslatorPart(Manifest{Name: "t"}, reqTranslator{}).Patch("a", capPatch{}))
+	for _, tc := range []struct{ cap, want string }{{"", "patched"}, {"10", "max=10"}, {"100", "max=64"}, {"junk", "max=64"}} {
+		meta := metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat")
+		var encMeta []byte
+		if tc.cap != "" {
+			meta = abi.AppendMeta(meta, abi.MetaMaxOutput, tc.cap)
+			encMeta = metaList(abi.MetaMaxOutput, tc.cap)
+		}
+		fused := run(t, p, abi.OpFusedRequest, callIdx(1, 0, 0, nil, meta, []byte("x")))
+		if string(fused.Payload) != tc.want {
+			t.Errorf("fused, cap %q: %q, want %q", tc.cap, fused.Payload, tc.want)
+		}
+		if tc.cap == "" {
+			continue
+		}
+		dec := run(t, p, abi.OpRequestDecode, callIdx(1, 0, 0, nil, metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat"), []byte("x")))
+		enc := run(t, p, abi.OpRequestEncode, callIdx(1, 0, 0, nil, encMeta, dec.Payload))
+		if string(enc.Payload) != tc.want {
+			t.Errorf("unfused, cap %q: %q, want %q", tc.cap, enc.Payload, tc.want)
+		}
+	}
+	// No max_tokens from the client: the cap sets one.
+	a := NewAdapter(Manifest{Name: "a"}, capAdapter{})
+	req := (&canon.ChatRequest{Model: "m"}).AppendJSON(nil)
+	if enc := run(t, a, abi.OpRequestEncode, callIdx(0, 0, 0, nil, metaList(abi.MetaMaxOutput, "7"), req)); string(enc.Payload) != "max=7" {
+		t.Errorf("no client max_tokens: %q", enc.Payload)
+	}
+}

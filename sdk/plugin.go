@@ -299,11 +299,17 @@ func (p *Plugin) requestMeta() {
 	}
 }
 
-// contextLength sets p.req.ContextLength from request_encode's meta.
+// contextLength sets p.req.ContextLength from request_encode's meta and
+// lowers p.req.MaxTokens to the host's output cap (abi.MetaMaxOutput).
 func (p *Plugin) contextLength(c *Call) {
 	if v, ok := c.MetaBytes(abi.MetaContextLength); ok {
 		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
 			p.req.ContextLength = n
+		}
+	}
+	if v, ok := c.MetaBytes(abi.MetaMaxOutput); ok {
+		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 && (p.req.MaxTokens == 0 || n < p.req.MaxTokens) {
+			p.req.MaxTokens = n
 		}
 	}
 }

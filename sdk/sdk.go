@@ -356,7 +356,7 @@ type Call struct {
 // metaSpan is a value's range in a meta list; b == 0: absent.
 type metaSpan struct{ a, b uint32 }
 
-const nMetaSlots = 13
+const nMetaSlots = 14
 
 // metaSlot returns the index slot of an ABI meta key, or -1.
 func metaSlot(key string) int {
@@ -387,6 +387,8 @@ func metaSlot(key string) int {
 		return 11
 	case abi.MetaPath:
 		return 12
+	case abi.MetaMaxOutput:
+		return 13
 	}
 	return -1
 }

@@ -75,14 +75,29 @@ type BackendRequest struct {
 	Body                      []byte // aliases the call buffers
 }
 
-// EncodeRequest runs the adapter's request_encode op; contextLength is the
-// model's context window on the chosen backend (0: unknown).
-func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canonical []byte, contextLength int, r *BackendRequest) error {
-	c.meta = c.meta[:0]
-	if contextLength > 0 {
-		var b [20]byte
-		c.meta = abi.AppendMetaBytes(c.meta, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
+// Hints are what the host tells an adapter about a request beyond the
+// canonical body: the model's context window on the chosen backend and
+// the output cap from the user's token budget (0: unknown / none).
+type Hints struct {
+	ContextLength int
+	MaxOutput     int
+}
+
+// appendHints appends h's meta to m.
+func appendHints(m []byte, h Hints) []byte {
+	var b [20]byte
+	if h.ContextLength > 0 {
+		m = abi.AppendMetaBytes(m, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(h.ContextLength), 10))
 	}
+	if h.MaxOutput > 0 {
+		m = abi.AppendMetaBytes(m, abi.MetaMaxOutput, strconv.AppendInt(b[:0], int64(h.MaxOutput), 10))
+	}
+	return m
+}
+
+// EncodeRequest runs the adapter's request_encode op with the host's hints.
+func (c *Calls) EncodeRequest(ctx context.Context, a *pluginhost.Version, canonical []byte, h Hints, r *BackendRequest) error {
+	c.meta = appendHints(c.meta[:0], h)
 	c.meta = append(c.meta, c.Images...)
 	if err := a.Call(ctx, abi.OpRequestEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.meta, Payload: canonical}, &c.a); err != nil {
 		return err
@@ -251,12 +266,8 @@ func (c *Calls) EncodeModels(ctx context.Context, t *pluginhost.Version, model s
 // FusedRequest runs the fused request op of a module holding both the
 // translator (c.T) and the adapter (c.A): client body → backend body in
 // one call. r gets the translator's routing fields, br the backend request.
-func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []byte, contextLength int, r *Request, br *BackendRequest) error {
-	m := c.routeMeta()
-	if contextLength > 0 {
-		var b [20]byte
-		m = abi.AppendMetaBytes(m, abi.MetaContextLength, strconv.AppendInt(b[:0], int64(contextLength), 10))
-	}
+func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []byte, h Hints, r *Request, br *BackendRequest) error {
+	m := appendHints(c.routeMeta(), h)
 	m = append(m, c.Images...)
 	c.meta = m
 	if err := v.Call(ctx, abi.OpFusedRequest, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: body}, &c.t); err != nil {

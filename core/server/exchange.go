@@ -38,6 +38,9 @@ type exchange struct {
 
 	principal auth.Principal
 	unlimit   func() // the limiter's, nil when none
+	// maxOutput caps the request's output tokens to what its token
+	// budget reservation covers (0: no cap); sent as abi.MetaMaxOutput.
+	maxOutput int
 	out       outcome.Outcome
 
 	calls   plugcall.Calls
@@ -122,7 +125,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.watch.reset(rc)
 	ex.route = route{}
 	ex.principal = auth.Principal{}
-	ex.unlimit = nil
+	ex.unlimit, ex.maxOutput = nil, 0
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}

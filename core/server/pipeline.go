@@ -15,6 +15,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -103,11 +104,11 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 	}
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
-	ctxLen := b.Status().Models[ex.req.Model].ContextLength
+	hints := plugcall.Hints{ContextLength: b.Status().Models[ex.req.Model].ContextLength, MaxOutput: ex.maxOutput}
 	ex.fused = ex.aver == ex.tver && !ex.decoded
 	if ex.fused {
 		err := ex.withImages(func() error {
-			return ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, ctxLen, &ex.req, &ex.breqOut)
+			return ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, hints, &ex.req, &ex.breqOut)
 		})
 		if err != nil {
 			return err
@@ -124,7 +125,7 @@ func (ex *exchange) encode(b *backend.Backend) error {
 	// cannot do what the client asked (logprobs on Ollama, say): the
 	// client's 400, as on the fused path.
 	return ex.withImages(func() error {
-		return ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, ctxLen, &ex.breqOut)
+		return ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, hints, &ex.breqOut)
 	})
 }
 

@@ -129,7 +129,7 @@ import (
 	"errors"
 )
 
-// ABI version 2.2. A host loads plugins of its major version and of any
+// ABI version 2.3. A host loads plugins of its major version and of any
 // minor version up to its own.
 //
 //   - 2.1: the canonical model list (models_encode) carries each model's
@@ -148,9 +148,13 @@ import (
 //     model field (sdk.Route.Routing.Model) is a one-model route: the host
 //     reads the body, answers 404 for an unknown model, and passes
 //     MetaModel with a list holding that model only.
+//   - 2.3: MetaMaxOutput on request_encode and the fused request op: the
+//     output cap the host sets from the user's token budget (the SDK
+//     applies it to ChatRequest.MaxTokens). An older plugin ignores it;
+//     the host then cannot cap its output (see core/quota).
 const (
 	VersionMajor = 2
-	VersionMinor = 2
+	VersionMinor = 3
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -532,6 +536,12 @@ const (
 	MetaMethod           = "method"         // out, request_encode: backend method
 	MetaProbe            = "probe"          // in, probe_decode: probe name
 	MetaContextLength    = "context_length" // in, request_encode: the model's context window on the chosen backend (decimal), when known
+	// MetaMaxOutput (2.3): in, request_encode and the fused request op:
+	// the most output tokens the gateway allows this request (decimal;
+	// the user's remaining token budget), when it caps them. The SDK
+	// lowers ChatRequest.MaxTokens to it (setting it when the client
+	// named none) before the adapter encodes.
+	MetaMaxOutput = "max_output"
 	MetaPromptTokens     = "prompt_tokens"  // out, response/stream decode
 	MetaCompletionTokens = "completion_tokens"
 	MetaReasoningTokens  = "reasoning_tokens"
