@@ -42,7 +42,32 @@ type Backend struct {
 	waiting  atomic.Int64 // requests waiting for a slot
 	adapter  atomic.Pointer[pluginhost.Plugin]
 	status   atomic.Pointer[Status]
+	state    atomic.Uint32 // an admin's choice: stateEnabled, stateDisabled, stateDraining
 }
+
+// Admin states of a backend. A disabled or draining backend gets no new
+// requests; those in flight finish.
+const (
+	stateEnabled uint32 = iota
+	stateDisabled
+	stateDraining
+)
+
+var stateNames = [...]string{"enabled", "disabled", "draining"}
+
+// SetState sets the admin state: "enabled", "disabled" or "draining".
+func (b *Backend) SetState(s string) error {
+	for i, n := range stateNames {
+		if n == s {
+			b.state.Store(uint32(i))
+			return nil
+		}
+	}
+	return fmt.Errorf("backend %s: unknown state %q", b.Name, s)
+}
+
+// State is the admin state's name.
+func (b *Backend) State() string { return stateNames[b.state.Load()] }
 
 // Status is what the last discovery round found. Immutable once published.
 type Status struct {
@@ -195,10 +220,11 @@ func (b *Backend) Waiting() int64 { return b.waiting.Load() }
 // Capacity is max_concurrent.
 func (b *Backend) Capacity() int { return cap(b.slots) }
 
-// Routable reports whether requests may go to b now: the last discovery
-// round found it healthy and an adapter plugin serves its engine.
+// Routable reports whether requests may go to b now: an admin has not
+// disabled or drained it, the last discovery round found it healthy and
+// an adapter plugin serves its engine.
 func (b *Backend) Routable() bool {
-	return b.status.Load().Healthy && b.adapter.Load() != nil
+	return b.state.Load() == stateEnabled && b.status.Load().Healthy && b.adapter.Load() != nil
 }
 
 // LoadShare is the in-flight share of capacity, in-flight / max_concurrent.
@@ -355,6 +381,9 @@ func NewRegistry(cfg *config.Config) (*Registry, error) {
 // Backends returns every backend in configuration order.
 func (r *Registry) Backends() []*Backend { return r.backends }
 
+// Backend returns the backend named name, or nil.
+func (r *Registry) Backend(name string) *Backend { return r.byName[name] }
+
 // Pick chooses the backend for model: among healthy backends that serve
 // it, the one with the lowest in-flight share of its capacity. (Scoring by
 // GPU load, loaded models and latency arrives with the scheduler.)
@@ -368,7 +397,7 @@ func (r *Registry) Pick(model string) (*Backend, error) {
 			continue
 		}
 		known = true
-		if !st.Healthy || b.adapter.Load() == nil {
+		if !st.Healthy || b.adapter.Load() == nil || b.state.Load() != stateEnabled {
 			continue
 		}
 		load := float64(b.inflight.Load()) / float64(cap(b.slots))

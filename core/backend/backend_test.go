@@ -326,3 +326,35 @@ func TestBackend_Waiting(t *testing.T) {
 	a.Release()
 	a.Release()
 }
+
+// An admin's disable or drain takes a backend out of routing at once;
+// enable puts it back.
+func TestBackend_AdminState(t *testing.T) {
+	cfg := config.Default()
+	cfg.Backends = []config.Backend{{Name: "a", Engine: "vllm", URL: "http://127.0.0.1:1", MaxConcurrent: 1}}
+	r, err := NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := r.Backend("a")
+	if b == nil || r.Backend("nope") != nil {
+		t.Fatal("Backend by name")
+	}
+	b.status.Store(&Status{Healthy: true, Models: map[string]canon.DiscoveredModel{"m": {}}})
+	b.adapter.Store(new(pluginhost.Plugin))
+	for _, tc := range []struct {
+		state string
+		ok    bool
+	}{{"enabled", true}, {"disabled", false}, {"draining", false}, {"enabled", true}} {
+		if err := b.SetState(tc.state); err != nil {
+			t.Fatal(err)
+		}
+		_, err := r.Pick("m")
+		if b.State() != tc.state || b.Routable() != tc.ok || (err == nil) != tc.ok {
+			t.Errorf("%s: state %s routable %v pick err %v", tc.state, b.State(), b.Routable(), err)
+		}
+	}
+	if err := b.SetState("paused"); err == nil || b.State() != "enabled" {
+		t.Errorf("unknown state accepted: %v %s", err, b.State())
+	}
+}

@@ -191,7 +191,7 @@ func (l *LeastLoaded) pick(req *Request) (best *backend.Backend, known bool) {
 			continue
 		}
 		known = true
-		if !st.Healthy || b.Adapter() == nil {
+		if !b.Routable() {
 			continue
 		}
 		load := b.LoadShare()
