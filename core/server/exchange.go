@@ -37,7 +37,8 @@ type exchange struct {
 	watch  watcher
 
 	principal auth.Principal
-	unlimit   func() // the limiter's, nil when none
+	ticket    Ticket // the limiter's hold, nil when none
+	estIn     int64  // the input-token estimate of the budget reservation
 	// maxOutput caps the request's output tokens to what its token
 	// budget reservation covers (0: no cap); sent as abi.MetaMaxOutput.
 	maxOutput int
@@ -125,7 +126,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.watch.reset(rc)
 	ex.route = route{}
 	ex.principal = auth.Principal{}
-	ex.unlimit, ex.maxOutput = nil, 0
+	ex.ticket, ex.estIn, ex.maxOutput = nil, 0, 0
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}
@@ -182,9 +183,9 @@ func (ex *exchange) releaseHeld() {
 		ex.s.buffered.Add(-ex.bodyHeld)
 		ex.bodyHeld = 0
 	}
-	if ex.unlimit != nil {
-		ex.unlimit()
-		ex.unlimit = nil
+	if ex.ticket != nil {
+		ex.ticket.Done(ex.usedTokens())
+		ex.ticket = nil
 	}
 	if ex.cancel != nil {
 		ex.cancel()

@@ -43,19 +43,6 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
-// Limiter enforces per-principal limits (rate, concurrency, budget) before
-// a request costs anything. release, when not nil, runs when the request
-// finishes. Until accounts exist the server uses NoLimits.
-type Limiter interface {
-	Limit(ctx context.Context, p *auth.Principal) (release func(), err error)
-}
-
-// NoLimits admits everything.
-type NoLimits struct{}
-
-// Limit implements Limiter.
-func (NoLimits) Limit(context.Context, *auth.Principal) (func(), error) { return nil, nil }
-
 // Server serves the client APIs. Create with New.
 type Server struct {
 	cfg       *config.Config
@@ -65,6 +52,7 @@ type Server struct {
 	authn     auth.Authenticator
 	limiter   Limiter
 	admitter  sched.Admitter
+	admin     Admin
 	observers []outcome.Observer
 	met       *metrics
 	ready     atomic.Bool
@@ -91,6 +79,7 @@ type Options struct {
 	Auth     auth.Authenticator
 	Limiter  Limiter        // nil: NoLimits
 	Admitter sched.Admitter // nil: sched.NewLeastLoaded over Registry
+	Admin    Admin          // nil: no account or admin API
 	// Observers are told about every finished request, in order.
 	Observers []outcome.Observer
 	Logger    *slog.Logger
@@ -99,7 +88,7 @@ type Options struct {
 // New returns a Server; it is not ready until SetReady(true).
 func New(ctx context.Context, o Options) *Server {
 	s := &Server{cfg: o.Config, log: o.Logger.With("component", "server"), host: o.Host,
-		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter,
+		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin,
 		observers: o.Observers, met: newMetrics(), baseCtx: ctx}
 	if s.limiter == nil {
 		s.limiter = NoLimits{}
@@ -185,6 +174,11 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	ex.begin(s, ctx)
 	defer s.recoverPanic(ctx, ex)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
+	if s.admin != nil && s.admin.Handles(ctx.Path()) {
+		s.serveAdmin(ctx, ex)
+		s.finish(ctx, ex)
+		return
+	}
 	rt, allow, known := s.routes.index().lookup(ctx.Method(), ctx.Path())
 	if rt == nil {
 		ctx.SetConnectionClose() // the body, if any, is not read

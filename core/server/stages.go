@@ -37,13 +37,13 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	authn := authenticate{s.authn}
 	limit := limitStage{s.limiter}
 	return map[sdk.Endpoint][]stage{
-		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, admit{s.admitter},
+		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, budget{}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts}, respond{}},
-		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, admit{s.admitter},
+		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, budget{unary: true}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
-		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, admit{s.admitter},
+		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
-		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, admit{s.admitter},
+		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
@@ -117,21 +117,6 @@ func keyFromHeaders(h *fasthttp.RequestHeader) ([]byte, error) {
 		}
 	}
 	return auth.KeyFromHeaders(authz, xkey), nil
-}
-
-// limitStage asks the Limiter (quotas, rate limits; a no-op until accounts
-// exist).
-type limitStage struct{ l Limiter }
-
-func (limitStage) stage() outcome.Stage { return outcome.StageLimit }
-
-func (l limitStage) run(_ *fasthttp.RequestCtx, ex *exchange) error {
-	rel, err := l.l.Limit(ex.ctx, &ex.principal)
-	if err != nil {
-		return err
-	}
-	ex.unlimit = rel
-	return nil
 }
 
 // readBody reads the body of an authenticated request, bounded by
@@ -391,6 +376,15 @@ func hasControl(s string) bool {
 
 // admit asks the scheduler for a backend slot; the wait ends when the
 // client goes away (ex.ctx).
+// budget reserves a budgeted user's tokens for the request (limits.go).
+type budget struct{ unary bool }
+
+func (budget) stage() outcome.Stage { return outcome.StageLimit }
+
+func (b budget) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	return ex.reserveTokens(ctx, b.unary)
+}
+
 type admit struct{ a sched.Admitter }
 
 func (admit) stage() outcome.Stage { return outcome.StageAdmit }

@@ -10,12 +10,15 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/core/quota"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -153,41 +156,108 @@ func TestAuthenticate(t *testing.T) {
 // ---- limitStage ----
 
 type fakeLimiter struct {
-	err      error
-	released int
-	saw      *auth.Principal
+	saw *auth.Principal
+	err error
+	t   *fakeTicket
 }
 
-func (l *fakeLimiter) Limit(_ context.Context, p *auth.Principal) (func(), error) {
+type fakeTicket struct {
+	done, used int64
+	min, want  int64
+	grant      int64
+}
+
+func (t *fakeTicket) Reserve(_ context.Context, lo, want int64) (int64, error) {
+	t.min, t.want = lo, want
+	if t.grant < lo {
+		return 0, &quota.Denied{Kind: "tokens", Msg: "token budget spent", RetryAfter: 90 * time.Second,
+			Status: quota.Status{LimitTokens: 100, RemainingTokens: t.grant, ResetTokens: 90 * time.Second}}
+	}
+	return min(t.grant, want), nil
+}
+func (t *fakeTicket) Done(used int64) { t.done++; t.used = used }
+func (t *fakeTicket) Status() quota.Status {
+	return quota.Status{LimitRequests: 60, RemainingRequests: 59, ResetRequests: 1500 * time.Millisecond,
+		LimitTokens: 100, RemainingTokens: t.grant, ResetTokens: time.Hour}
+}
+
+func (l *fakeLimiter) Admit(_ context.Context, p *auth.Principal) (Ticket, error) {
 	l.saw = p
 	if l.err != nil {
 		return nil, l.err
 	}
-	return func() { l.released++ }, nil
+	return l.t, nil
 }
 
 func TestLimitStage(t *testing.T) {
 	s := newTestServer(t, nil)
-	l := &fakeLimiter{}
+	l := &fakeLimiter{t: &fakeTicket{grant: 100}}
 	ex := newEx(s, nil)
 	ex.principal.User = "alice"
-	if err := (limitStage{l}).run(nil, ex); err != nil {
+	ex.principal.Limits = auth.Limits{RPM: 60, TokenBudget: 100}
+	rc := new(fasthttp.RequestCtx)
+	if err := (limitStage{l}).run(rc, ex); err != nil {
 		t.Fatal(err)
 	}
 	if l.saw == nil || l.saw.User != "alice" {
 		t.Fatalf("limiter saw %+v", l.saw)
 	}
+	for k, v := range map[string]string{"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "59",
+		"x-ratelimit-reset-requests": "2s", "x-ratelimit-limit-tokens": "100", "x-ratelimit-remaining-tokens": "100",
+		"x-ratelimit-reset-tokens": "3600s"} {
+		if got := string(rc.Response.Header.Peek(k)); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	// A chat request without max_tokens reserves the default output and
+	// is capped to what the budget grants.
+	ex.body = []byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}]}`)
+	if err := (budget{}).run(rc, ex); err != nil {
+		t.Fatal(err)
+	}
+	if est := inputEstimate(ex.body); l.t.min != est+1 || l.t.want != est+int64(s.cfg.Quota.DefaultMaxTokens) || ex.maxOutput != int(100-est) {
+		t.Errorf("reserve min %d want %d cap %d (estimate %d)", l.t.min, l.t.want, ex.maxOutput, est)
+	}
+	ex.out.Usage = outcome.Usage{Prompt: 7, Completion: 5, Reported: true}
 	ex.releaseHeld()
 	ex.releaseHeld()
-	if l.released != 1 {
-		t.Fatalf("release ran %d times, want 1", l.released)
+	if l.t.done != 1 || l.t.used != 12 {
+		t.Fatalf("Done ran %d times with %d, want once with 12", l.t.done, l.t.used)
 	}
 
-	l = &fakeLimiter{err: apierr.New(canon.ErrRateLimit, "rate_limited", "slow down")}
+	// A request the budget cannot cover is a 429 with the token headers.
+	l.t = &fakeTicket{grant: 1}
 	ex = newEx(s, nil)
-	wantErr(t, (limitStage{l}).run(nil, ex), 429, "rate_limited")
-	if ex.unlimit != nil {
-		t.Fatal("a refused request holds a limiter release")
+	ex.principal.Limits = auth.Limits{TokenBudget: 100}
+	ex.body = ex.body[:0]
+	ex.body = append(ex.body, `{"model":"m","messages":[{"role":"user","content":"hello there"}]}`...)
+	rc = new(fasthttp.RequestCtx)
+	if err := (limitStage{l}).run(rc, ex); err != nil {
+		t.Fatal(err)
+	}
+	err := (budget{}).run(rc, ex)
+	wantErr(t, err, 429, "insufficient_quota")
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.RetryAfter != 90 || string(rc.Response.Header.Peek("x-ratelimit-remaining-tokens")) != "1" {
+		t.Errorf("denied: %+v, remaining %q", ae, rc.Response.Header.Peek("x-ratelimit-remaining-tokens"))
+	}
+	ex.releaseHeld()
+	if l.t.done != 1 || l.t.used != 0 {
+		t.Errorf("a refused reservation settles with %d (done %d), want 0", l.t.used, l.t.done)
+	}
+
+	l = &fakeLimiter{err: &quota.Denied{Kind: "requests", Msg: "slow down", RetryAfter: 1500 * time.Millisecond,
+		Status: quota.Status{LimitRequests: 60}}}
+	ex = newEx(s, nil)
+	ex.principal.Limits = auth.Limits{RPM: 60}
+	rc = new(fasthttp.RequestCtx)
+	err = (limitStage{l}).run(rc, ex)
+	wantErr(t, err, 429, "rate_limit_exceeded")
+	if !errors.As(err, &ae) || ae.RetryAfter != 2 || string(rc.Response.Header.Peek("x-ratelimit-remaining-requests")) != "0" {
+		t.Errorf("rpm denied: %+v", ae)
+	}
+	if ex.ticket != nil {
+		t.Fatal("a refused request holds a ticket")
 	}
 	if err := (limitStage{NoLimits{}}).run(nil, newEx(s, nil)); err != nil {
 		t.Fatal(err)
