@@ -40,11 +40,11 @@ type env struct {
 	logs     *testutil.LogBuffer
 	client   *http.Client
 
-	groups                              map[string]store.Group
-	admin, auditor, alice, bob          store.User
+	groups                                 map[string]store.Group
+	admin, auditor, alice, bob             store.User
 	adminKey, auditorKey, aliceKey, bobKey string
-	secrets                             []string // every key issued: none may leak
-	mu                                  sync.Mutex
+	secrets                                []string // every key issued: none may leak
+	mu                                     sync.Mutex
 }
 
 type envOpts struct {
