@@ -1,0 +1,148 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+const msNs = int64(time.Millisecond)
+
+// maxBatch caps one lease of permits; the script also caps a batch at a
+// quarter of the room left, and at 1 when little is left.
+const maxBatch = 1000
+
+// slotTTL is how long Redis keeps a replica's slots and token lease
+// without a refresh: a dead replica's share comes back after this.
+func (l *Limiter) slotTTL() int64 { return 3 * l.lease }
+
+// windowMs is the RPM grant check's window: 60 s plus the lease, since a
+// permit granted at g may be used until g + lease (see the package doc).
+func (l *Limiter) windowMs() int64 { return (minuteNs + l.lease) / msNs }
+
+// permitBatch sizes the next batch of permits from this replica's recent
+// request rate: about one lease's worth, at least 1.
+func (l *Limiter) permitBatch(u *user, now int64) int {
+	el := now - u.permitAt
+	if u.permitAt == 0 || el <= 0 || u.admitsSinceFetch == 0 {
+		return 1
+	}
+	n := int(int64(u.admitsSinceFetch)*l.lease/el) + 1
+	return min(max(n, 1), maxBatch, u.lim.RPM)
+}
+
+// fetchAdmit asks Redis for a slot and/or a batch of permits (u.mu held).
+// A refusal is returned as a *Denied; err is a Redis failure.
+// Slots beyond keepSlots go back.
+func (l *Limiter) fetchAdmit(ctx context.Context, u *user, now int64, needSlot, needPermit bool, keepSlots int) (*Denied, error) {
+	lim := &u.lim
+	wantP, member := 0, ""
+	if needPermit {
+		wantP = l.permitBatch(u, now)
+		member = l.o.Replica + ":" + strconv.FormatUint(l.seq.Add(1), 10)
+	}
+	oldMember, oldKeep, oldNew := "", 0, ""
+	if u.permitMember != "" && u.permits > 0 && (needPermit || now >= u.permitExp) {
+		// Unused permits of the previous batch go back in the same trip.
+		oldMember, oldKeep = u.permitMember, u.permitGranted-u.permits
+		oldNew = oldMember[:len(oldMember)-len(strconv.Itoa(u.permitGranted))] + strconv.Itoa(oldKeep)
+	}
+	ns := 0
+	if needSlot {
+		ns = 1
+	}
+	res, err := admitScript.Run(ctx, l.rdb, []string{u.rpmKey, u.concKey},
+		now/msNs, lim.RPM, l.windowMs(), wantP, member, lim.MaxConcurrent, l.o.Replica, ns, keepSlots,
+		l.slotTTL()/msNs, oldMember, oldKeep, oldNew).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("lease permits and slots: %w", err)
+	}
+	if len(res) != 6 {
+		return nil, errors.New("lease permits and slots: bad script reply")
+	}
+	if oldMember != "" {
+		u.permits, u.permitMember = 0, ""
+	}
+	u.slots, u.slotBeat = int(res[3]), now
+	if needPermit {
+		u.rpmCounted = int(res[1])
+		if g := int(res[0]); g > 0 {
+			u.permits, u.permitGranted = g, g
+			u.permitMember = member + ":" + strconv.Itoa(g)
+			u.permitExp = now + l.lease
+			u.permitAt, u.admitsSinceFetch = now, 0
+		}
+	}
+	if res[5] == 1 {
+		return l.denyConcurrency(u, now), nil
+	}
+	if needPermit && res[0] == 0 {
+		return l.denyRequests(u, now, time.Duration(res[2]*msNs)), nil
+	}
+	return nil, nil
+}
+
+// fetchTokens pushes u's pending charges and asks for at least need and
+// up to want more tokens of lease, plus a prefetch sized from the recent
+// charge rate (u.mu held).
+func (l *Limiter) fetchTokens(ctx context.Context, u *user, now int64, need, want int64) error {
+	var extra int64
+	if el := now - u.tokAt; u.tokAt != 0 && el > 0 {
+		extra = u.chargedTok * l.lease / el
+	}
+	return l.tokenCall(ctx, u, now, u.resv+u.free, need, want, extra)
+}
+
+// tokenCall runs tokenScript for u's current period, loading the store's
+// figures when Redis has no counter (first use, or after a restart).
+func (l *Limiter) tokenCall(ctx context.Context, u *user, now int64, keep, need, want, extra int64) error {
+	res, err := l.tokenRun(ctx, u, u.tokKey, now, keep, need, want, extra, -1, -1)
+	if err == nil && res[0] == -1 {
+		used, life, serr := l.stored(ctx, u)
+		if serr != nil {
+			return fmt.Errorf("initialise token counter: %w", serr)
+		}
+		// Whatever this replica held in Redis is gone with the counter.
+		keep = u.resv
+		u.free = 0
+		res, err = l.tokenRun(ctx, u, u.tokKey, now, keep, need, want, extra, used, life)
+	}
+	if err != nil {
+		return err
+	}
+	if res[0] < 0 {
+		return errors.New("lease tokens: counter missing after initialisation")
+	}
+	u.pend, u.lifePend = 0, 0
+	u.free += res[0]
+	u.used, u.others, u.life = res[1], res[2], res[3]
+	u.tokBeat = now
+	if want > 0 {
+		u.tokAt, u.chargedTok = now, 0
+	}
+	return nil
+}
+
+func (l *Limiter) tokenRun(ctx context.Context, u *user, key string, now, keep, need, want, extra, initUsed, initLife int64) ([]int64, error) {
+	charge, lifeCharge := u.pend, u.lifePend
+	if key != u.tokKey {
+		charge, lifeCharge = u.oldPend, 0
+	}
+	keyTTL := (u.periodEnd-now)/msNs + int64(24*time.Hour/time.Millisecond)
+	if key != u.tokKey {
+		keyTTL = int64(24 * time.Hour / time.Millisecond)
+	}
+	budget := u.lim.TokenBudget
+	res, err := tokenScript.Run(ctx, l.rdb, []string{key, u.lifeKey},
+		now/msNs, l.o.Replica, budget, charge, lifeCharge, keep, need, want, extra,
+		l.slotTTL()/msNs, keyTTL, initUsed, initLife).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("lease tokens: %w", err)
+	}
+	if len(res) != 4 && !(len(res) == 1 && res[0] == -1) {
+		return nil, errors.New("lease tokens: bad script reply")
+	}
+	return res, nil
+}
