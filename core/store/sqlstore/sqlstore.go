@@ -1,0 +1,225 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"modernc.org/sqlite"
+
+	"github.com/mindrouter/mindrouter/core/store"
+)
+
+// Driver names accepted by Open.
+const (
+	MySQL  = "mysql"
+	SQLite = "sqlite"
+)
+
+// Store implements store.Store over database/sql. It is safe for
+// concurrent use.
+type Store struct {
+	db      *sql.DB
+	dialect string // MySQL or SQLite
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to a database without migrating it (call Migrate).
+//
+// For "mysql" the dsn is go-sql-driver's (user:pass@tcp(host:3306)/db);
+// Open forces parseTime, UTC, clientFoundRows (so an UPDATE that changes
+// nothing still counts the row it found) and a strict sql_mode.
+//
+// For "sqlite" the dsn is a file path (its directory is created) or
+// ":memory:". A file gets WAL, a 10 s busy timeout, foreign keys and
+// IMMEDIATE transactions (no deadlock upgrading a read to a write). A
+// memory database lives in one connection, which every call shares, so
+// each Open of ":memory:" is its own empty database.
+func Open(ctx context.Context, driver, dsn string) (*Store, error) {
+	var (
+		db  *sql.DB
+		err error
+	)
+	switch driver {
+	case MySQL:
+		db, err = openMySQL(dsn)
+	case SQLite:
+		db, err = openSQLite(dsn)
+	default:
+		return nil, fmt.Errorf("sqlstore: unknown driver %q (want %q or %q)", driver, MySQL, SQLite)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: connect to %s: %w", driver, err)
+	}
+	return &Store{db: db, dialect: driver}, nil
+}
+
+func openMySQL(dsn string) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: mysql dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.ClientFoundRows = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["sql_mode"] = "'TRADITIONAL'"
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: mysql dsn: %w", err)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(8)
+	// Below the server's wait_timeout (8 h by default) and short enough
+	// to follow a failover.
+	db.SetConnMaxLifetime(5 * time.Minute)
+	return db, nil
+}
+
+func openSQLite(path string) (*sql.DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlstore: sqlite needs a file path or :memory:")
+	}
+	pragmas := "_pragma=foreign_keys(1)"
+	if path == ":memory:" {
+		db, err := sql.Open("sqlite", ":memory:?"+pragmas)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: open sqlite memory database: %w", err)
+		}
+		// One connection holds the database; closing it would lose it.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		return db, nil
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlstore: sqlite path %q: '?' and '#' are not allowed", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlstore: create directory for %s: %w", path, err)
+	}
+	dsn := path + "?" + pragmas +
+		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open sqlite %s: %w", path, err)
+	}
+	// SQLite has one writer at a time; a few connections let reads run
+	// beside it without piling up writers on the busy timeout.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	return db, nil
+}
+
+// DB is the underlying handle, for tests and tools.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect is MySQL or SQLite.
+func (s *Store) Dialect() string { return s.dialect }
+
+// Close closes the database handle.
+func (s *Store) Close() error { return s.db.Close() }
+
+// querier is what both *sql.DB and *sql.Tx offer.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// fail wraps err with what was being done, mapping a missing row to
+// store.ErrNotFound and a unique or foreign-key violation to
+// store.ErrConflict. The driver's text is kept out of conflicts: it can
+// quote the colliding value (a key hash).
+func fail(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	case isConflict(err):
+		return fmt.Errorf("%s: %w", what, store.ErrConflict)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// MySQL error numbers and SQLite extended result codes that mean a
+// unique key or a foreign key said no.
+const (
+	myDupEntry         = 1062
+	myDupEntryWithKey  = 1586
+	myRowIsReferenced  = 1451
+	myNoReferencedRow  = 1452
+	myRowIsReferenced0 = 1217
+	myNoReferencedRow0 = 1216
+
+	sqliteUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
+	sqlitePrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
+	sqliteForeignKey = 787  // SQLITE_CONSTRAINT_FOREIGNKEY
+)
+
+func isConflict(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case myDupEntry, myDupEntryWithKey, myRowIsReferenced, myNoReferencedRow, myRowIsReferenced0, myNoReferencedRow0:
+			return true
+		}
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqliteUnique, sqlitePrimaryKey, sqliteForeignKey:
+			return true
+		}
+	}
+	return false
+}
+
+// affected turns "no row changed" into store.ErrNotFound.
+func affected(res sql.Result, err error, what string) error {
+	if err != nil {
+		return fail(err, what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fail(err, what)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}
