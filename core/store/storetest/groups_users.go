@@ -280,4 +280,3 @@ func testDeleteUserCascades(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("a recreated user (ID %d, was %d) has keys %+v", again.ID, gone.ID, ks)
 	}
 }
-

@@ -153,7 +153,7 @@ func testTouchKeys(t *testing.T, open func(t *testing.T) store.Store) {
 	must(t, s.TouchKeys(c, []store.KeyUse{
 		{KeyID: k2.ID, LastUsed: at(5), Count: 2},
 		{KeyID: k1.ID, LastUsed: at(3), Count: 1},
-		{KeyID: k1.ID, LastUsed: at(9), Count: 4}, // the same key twice in a batch
+		{KeyID: k1.ID, LastUsed: at(9), Count: 4},  // the same key twice in a batch
 		{KeyID: 999999, LastUsed: at(9), Count: 1}, // deleted meanwhile: skipped
 	}), "TouchKeys")
 	must(t, s.TouchKeys(c, []store.KeyUse{
