@@ -1,0 +1,337 @@
+package quota
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+)
+
+// replicas starts n Limiters on one Redis and a shared fake clock.
+func replicas(t *testing.T, n int, o Options) (*testsvc.Redis, *clock, []*Limiter) {
+	t.Helper()
+	r := testsvc.StartRedis(t)
+	clk := newClock()
+	ls := make([]*Limiter, n)
+	for i := range ls {
+		oo := o
+		oo.Redis = redisClient(t, r)
+		oo.Now = clk.Now
+		oo.Replica = string(rune('a' + i))
+		ls[i] = New(oo)
+	}
+	return r, clk, ls
+}
+
+func TestFleet_RPMSlidingWindow(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	const rpm = 60
+	p := principal(10, auth.Limits{RPM: rpm})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := clk.Now()
+	var admitted []time.Time
+	const step = 50 * time.Millisecond
+	// Four simulated minutes of light random demand, then four of demand
+	// far above the limit, on both replicas.
+	for i := 0; i < int(8*time.Minute/step); i++ {
+		heavy := time.Duration(i)*step >= 4*time.Minute
+		for _, l := range ls {
+			if !heavy && rng.IntN(40) != 0 || heavy && rng.IntN(2) != 0 {
+				continue
+			}
+			var tk *Ticket
+			var err error
+			timed(t, "Admit", 2*time.Second, func() { tk, err = l.Admit(ctx, p) })
+			switch deniedKind(t, err) {
+			case "":
+				admitted = append(admitted, clk.Now())
+				tk.Done(0)
+			case KindRequests:
+			default:
+				t.Fatalf("unexpected denial %v", err)
+			}
+		}
+		if i%5 == 0 {
+			for _, l := range ls {
+				l.tick(ctx)
+			}
+		}
+		clk.Add(step)
+	}
+	// At most rpm admissions in every closed 60 s window.
+	for i, at := range admitted {
+		j, _ := slices.BinarySearchFunc(admitted, at.Add(-time.Minute), func(a, b time.Time) int { return a.Compare(b) })
+		if n := i - j + 1; n > rpm {
+			t.Fatalf("%d admitted in the 60 s ending %v", n, at.Sub(start))
+		}
+	}
+	// Under saturating demand, windows get close to the limit.
+	lo, sum, n := rpm, 0, 0
+	for s := start.Add(5 * time.Minute); !s.After(start.Add(7 * time.Minute)); s = s.Add(time.Second) {
+		c := 0
+		for _, at := range admitted {
+			if !at.Before(s) && !at.After(s.Add(time.Minute)) {
+				c++
+			}
+		}
+		lo, sum, n = min(lo, c), sum+c, n+1
+	}
+	t.Logf("saturated: admitted per 60 s window min %d, mean %.1f (limit %d); %d in total", lo, float64(sum)/float64(n), rpm, len(admitted))
+	if lo < rpm*9/10 {
+		t.Fatalf("saturated windows admitted as few as %d of %d", lo, rpm)
+	}
+}
+
+func TestFleet_TokenBudget50Concurrent(t *testing.T) {
+	_, _, ls := replicas(t, 2, Options{})
+	const budget = 10_000
+	lim := auth.Limits{TokenBudget: budget}
+	p := principal(11, lim)
+	ctx := context.Background()
+	var charged, over atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Go(func() {
+			l := ls[w%2]
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for {
+				tk, err := l.Admit(ctx, p)
+				if err != nil {
+					if deniedKind(t, err) != KindTokens {
+						t.Errorf("admit: %v", err)
+					}
+					return
+				}
+				input := int64(20 + rng.IntN(80))
+				g, err := tk.Reserve(ctx, input+1, input+200)
+				if err != nil {
+					tk.Done(0)
+					if deniedKind(t, err) != KindTokens {
+						t.Errorf("reserve: %v", err)
+					}
+					return
+				}
+				used := input + rng.Int64N(g-input+1)
+				if rng.IntN(10) == 0 {
+					// The input estimate was short by a few tokens.
+					used = g + 3
+					over.Add(3)
+				}
+				charged.Add(used)
+				tk.Done(used)
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range ls {
+		l.tick(ctx)
+	}
+	total := charged.Load()
+	t.Logf("charged %d of %d (overshoot from short estimates %d)", total, budget, over.Load())
+	if total > budget+over.Load() {
+		t.Fatalf("charged %d > budget %d + estimate overshoot %d", total, budget, over.Load())
+	}
+	if total < budget*95/100 {
+		t.Fatalf("charged only %d of %d before every request was refused", total, budget)
+	}
+	r, err := ls[0].Usage(ctx, 11, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensUsed != total || r.LifetimeTokens != total {
+		t.Fatalf("redis counts used %d, lifetime %d; %d were charged", r.TokensUsed, r.LifetimeTokens, total)
+	}
+}
+
+func TestFleet_ConcurrencyCapAcrossReplicas(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	p := principal(12, auth.Limits{MaxConcurrent: 3})
+	ctx := context.Background()
+	var held []*Ticket
+	for i, l := range []*Limiter{a, b, a} {
+		tk, err := l.Admit(ctx, p)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		held = append(held, tk)
+	}
+	for _, l := range ls {
+		if _, err := l.Admit(ctx, p); deniedKind(t, err) != KindConcurrency {
+			t.Fatalf("fourth in flight: %v", err)
+		}
+	}
+	held[0].Done(0)
+	// a keeps the freed slot for a lease (its next request needs no round
+	// trip), so b waits until a gives it back.
+	if _, err := b.Admit(ctx, p); deniedKind(t, err) != KindConcurrency {
+		t.Fatalf("b took a slot a still leases: %v", err)
+	}
+	clk.Add(time.Second)
+	a.tick(ctx)
+	tk, err := b.Admit(ctx, p)
+	if err != nil {
+		t.Fatalf("after a returned its free slot: %v", err)
+	}
+	tk.Done(0)
+	for _, tk := range held[1:] {
+		tk.Done(0)
+	}
+	r, err := a.Usage(ctx, 12, p.Limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.InFlight > 3 {
+		t.Fatalf("slots held %d > 3", r.InFlight)
+	}
+}
+
+func TestFleet_DeadReplicaSlotsComeBack(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	p := principal(13, auth.Limits{MaxConcurrent: 2})
+	ctx := context.Background()
+	for range 2 {
+		if _, err := a.Admit(ctx, p); err != nil { // a dies holding both
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := b.Admit(ctx, p); deniedKind(t, err) != KindConcurrency {
+			t.Fatalf("b admitted while a holds every slot: %v", err)
+		}
+		clk.Add(time.Second)
+	}
+	clk.Add(time.Second + time.Millisecond) // 3 leases since a's last refresh
+	tk, err := b.Admit(ctx, p)
+	if err != nil {
+		t.Fatalf("a's slots did not expire: %v", err)
+	}
+	tk.Done(0)
+}
+
+func TestFleet_LiveReplicaKeepsSlotsBeyondTTL(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	p := principal(14, auth.Limits{MaxConcurrent: 1})
+	ctx := context.Background()
+	tk, err := a.Admit(ctx, p) // a long stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		clk.Add(500 * time.Millisecond)
+		a.tick(ctx)
+		if _, err := b.Admit(ctx, p); deniedKind(t, err) != KindConcurrency {
+			t.Fatalf("b admitted while a's stream runs: %v", err)
+		}
+	}
+	tk.Done(0)
+}
+
+func TestFleet_LeaseGoesBack(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	lim := auth.Limits{TokenBudget: 10_000, RPM: 100}
+	p := principal(15, lim)
+	ctx := context.Background()
+	// A steady rate on a makes it lease permits and tokens in batches.
+	for range 40 {
+		tk, err := a.Admit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tk.Reserve(ctx, 10, 100); err != nil {
+			t.Fatal(err)
+		}
+		tk.Done(50)
+		clk.Add(10 * time.Millisecond)
+	}
+	u := a.peek(15)
+	permits, free := u.permits, u.free
+	u.mu.Unlock()
+	if permits < 2 || free < 100 {
+		t.Fatalf("a holds %d permits and %d free tokens; want batches", permits, free)
+	}
+	clk.Add(time.Second)
+	a.tick(ctx)
+	tk, err := b.Admit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := tk.Reserve(ctx, 1, 8000); err != nil || g != 8000 {
+		t.Fatalf("b got %d, %v of the 8000 left after a returned its lease", g, err)
+	}
+	tk.Done(8000)
+	r, err := b.Usage(ctx, 15, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b settled its 8000 in memory; a's 2000 are in Redis.
+	if r.TokensUsed != 2000 || r.RequestsLastMinute != 41 {
+		t.Fatalf("usage %+v; want 2000 used, 41 permits counted", r)
+	}
+}
+
+func TestFleet_CommonPathNoRoundTrip(t *testing.T) {
+	_, clk, ls := replicas(t, 1, Options{})
+	l := ls[0]
+	var calls atomic.Int64
+	l.rdb.AddHook(countHook{&calls})
+	p := principal(16, auth.Limits{TokenBudget: 1 << 40, RPM: 1 << 20, MaxConcurrent: 100})
+	ctx := context.Background()
+	for range 1000 {
+		tk, err := l.Admit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tk.Reserve(ctx, 100, 1000); err != nil {
+			t.Fatal(err)
+		}
+		tk.Done(500)
+		clk.Add(100 * time.Microsecond)
+	}
+	if n := calls.Load(); n > 30 {
+		t.Fatalf("%d Redis round trips for 1000 requests within one lease", n)
+	}
+	t.Logf("%d Redis round trips for 1000 requests", calls.Load())
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func TestFleet_PeriodRollover(t *testing.T) {
+	r := testsvc.StartRedis(t)
+	testRollover(t, func(clk *clock) *Limiter {
+		return New(Options{Now: clk.Now, Redis: redisClient(t, r)})
+	})
+}
+
+func TestFleet_Reset(t *testing.T) {
+	r := testsvc.StartRedis(t)
+	testReset(t, func(clk *clock) *Limiter {
+		return New(Options{Now: clk.Now, Redis: redisClient(t, r), Store: newMemStore()})
+	})
+}
