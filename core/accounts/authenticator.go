@@ -1,0 +1,297 @@
+package accounts
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/store"
+)
+
+// Why a key is refused. Each wraps auth.ErrBadKey; the reason is for logs,
+// the client gets one 401 whatever it is.
+var (
+	errMalformed = fmt.Errorf("%w: not shaped like a key", auth.ErrBadKey)
+	errUnknown   = fmt.Errorf("%w: unknown key", auth.ErrBadKey)
+	errRevoked   = fmt.Errorf("%w: key revoked", auth.ErrBadKey)
+	errExpired   = fmt.Errorf("%w: key expired", auth.ErrBadKey)
+	errInactive  = fmt.Errorf("%w: user inactive", auth.ErrBadKey)
+)
+
+const (
+	// minKeyLen and maxKeyLen bound what is worth a lookup: the bootstrap
+	// admin key may be as short as auth.NewAdminKey allows, and nothing
+	// issued or imported is longer than a few dozen characters.
+	minKeyLen = len(auth.KeyPrefix) + 16
+	maxKeyLen = 256
+
+	// staleAfter is how long an entry is trusted when revocations cannot
+	// reach this replica (no Redis, or the subscription down).
+	staleAfter = time.Second
+	// defaultCacheTTL is how long an entry is trusted while they can.
+	defaultCacheTTL = 60 * time.Second
+
+	// maxLookups bounds concurrent store reads on cache misses, so a flood
+	// of unknown keys queues here instead of in the database.
+	maxLookups = 8
+	// maxArgon bounds concurrent Argon2id verifications (64 MiB and tens
+	// of milliseconds of a core each).
+	maxArgon = 2
+	// maxCandidates bounds the imported keys tried for one prefix.
+	maxCandidates = 4
+	// lookupTimeout bounds one cache miss, queueing included.
+	lookupTimeout = 5 * time.Second
+)
+
+// Options configure an Authenticator.
+type Options struct {
+	Store store.Store
+	// Redis carries revocations between replicas; nil for a single replica
+	// (entries are then trusted for one second).
+	Redis redis.UniversalClient
+	// CacheTTL is how long a verified key is trusted while the revocation
+	// subscription is live (default 60s, at least 1s). It also bounds how
+	// long an entry bridges a store outage.
+	CacheTTL time.Duration
+	Log      *slog.Logger
+	// Now replaces time.Now in tests.
+	Now func() time.Time
+}
+
+// Authenticator verifies API keys against the store, caching what it
+// learns. It implements auth.Authenticator and is safe for concurrent use.
+// Run must be running for revocations to arrive from other replicas and
+// for key use counts to reach the store.
+type Authenticator struct {
+	st    store.Store
+	rdb   redis.UniversalClient
+	ttl   int64 // CacheTTL in nanoseconds
+	log   *slog.Logger
+	now   func() time.Time
+	epoch time.Time // a.mono counts from here
+
+	cache *cache
+	neg   negCache
+	// gen moves at every invalidation, so a load that began before one
+	// does not put what it read into the cache.
+	gen atomic.Uint64
+	// liveUntil is the a.mono until which the revocation subscription
+	// counts as live (0: down).
+	liveUntil  atomic.Int64
+	subscribes atomic.Int64 // confirmed (re)subscriptions
+
+	flight  singleflight.Group
+	lookups chan struct{}
+	argons  chan struct{}
+
+	usesMu sync.Mutex
+	uses   map[int64]*keyUse
+
+	pubMu   sync.Mutex
+	pending []string // invalidations whose PUBLISH failed, retried by Run
+}
+
+var _ auth.Authenticator = (*Authenticator)(nil)
+
+// New returns an Authenticator over o.Store.
+func New(o Options) *Authenticator {
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = defaultCacheTTL
+	}
+	o.CacheTTL = max(o.CacheTTL, staleAfter)
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	a := &Authenticator{
+		st: o.Store, rdb: o.Redis, ttl: int64(o.CacheTTL),
+		log: o.Log.With("component", "accounts"), now: o.Now, epoch: o.Now(),
+		cache:   newCache(),
+		lookups: make(chan struct{}, maxLookups),
+		argons:  make(chan struct{}, maxArgon),
+		uses:    make(map[int64]*keyUse),
+	}
+	return a
+}
+
+// mono is t as nanoseconds since the Authenticator was made (monotonic
+// when t comes from time.Now).
+func (a *Authenticator) mono(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
+
+// freshFor is how old an entry may be at mono and still be trusted.
+func (a *Authenticator) freshFor(mono int64) int64 {
+	if mono < a.liveUntil.Load() {
+		return a.ttl
+	}
+	return int64(staleAfter)
+}
+
+// Authenticate implements auth.Authenticator. A cache hit costs a SHA-256,
+// a shard read lock and two atomics; a miss reads the store (see the
+// package doc). Errors wrap auth.ErrNoKey or auth.ErrBadKey, except when
+// the store cannot answer: then the error wraps neither, and the caller
+// should answer 503 rather than 401.
+func (a *Authenticator) Authenticate(ctx context.Context, key []byte) (auth.Principal, error) {
+	if len(key) == 0 {
+		return auth.Principal{}, auth.ErrNoKey
+	}
+	if len(key) < minKeyLen || len(key) > maxKeyLen || string(key[:len(auth.KeyPrefix)]) != auth.KeyPrefix {
+		return auth.Principal{}, errMalformed
+	}
+	h := sha256.Sum256(key)
+	now := a.now()
+	mono := a.mono(now)
+	e := a.cache.get(&h)
+	if e != nil && mono-e.loaded < a.freshFor(mono) {
+		return a.use(e, now)
+	}
+	return a.lookup(ctx, key, &h, e, now)
+}
+
+// use checks what may have changed since e was read (the clock) and
+// counts the use.
+func (a *Authenticator) use(e *entry, now time.Time) (auth.Principal, error) {
+	if e.reason != nil {
+		return auth.Principal{}, e.reason
+	}
+	if !e.expires.IsZero() && !now.Before(e.expires) {
+		return auth.Principal{}, errExpired
+	}
+	e.use.count.Add(1)
+	// LastUsed to the second: a store on every hit would make every
+	// request write one shared cache line.
+	if ns := now.UnixNano(); ns-e.use.last.Load() >= int64(time.Second) {
+		e.use.last.Store(ns)
+	}
+	return e.p, nil
+}
+
+// lookup resolves a key the cache could not: the negative cache, then one
+// store read per hash however many requests wait for it. stale is the
+// expired entry for the key, if any: it bridges a store outage for up to
+// CacheTTL.
+func (a *Authenticator) lookup(ctx context.Context, key []byte, h *[32]byte, stale *entry, now time.Time) (auth.Principal, error) {
+	mono := a.mono(now)
+	if a.neg.has(h, mono) {
+		return auth.Principal{}, errUnknown
+	}
+	k, hash := string(key), *h // copies: the load may outlive this call
+	ch := a.flight.DoChan(string(h[:]), func() (any, error) { return a.load(k, &hash) })
+	select {
+	case r := <-ch:
+		if r.Err == nil {
+			return a.use(r.Val.(*entry), now)
+		}
+		// Still cached means not invalidated since: serve what was read.
+		if stale != nil && !errors.Is(r.Err, auth.ErrBadKey) && mono-stale.loaded < a.ttl && a.cache.get(h) == stale {
+			return a.use(stale, now)
+		}
+		return auth.Principal{}, r.Err
+	case <-ctx.Done():
+		return auth.Principal{}, fmt.Errorf("accounts: look up key: %w", context.Cause(ctx))
+	}
+}
+
+// load reads the key's credential from the store and caches it. It runs
+// detached from any one request: the requests that wait for it may go
+// away.
+func (a *Authenticator) load(key string, h *[32]byte) (*entry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	select {
+	case a.lookups <- struct{}{}:
+		defer func() { <-a.lookups }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("accounts: look up key: waiting for a store slot: %w", ctx.Err())
+	}
+	gen := a.gen.Load()
+	start := a.mono(a.now())
+	cred, err := a.st.CredentialByHash(ctx, h[:])
+	switch {
+	case err == nil:
+		// The store matched an index; compare again in constant time, as
+		// the reference does, so a store bug cannot let a key through.
+		if subtle.ConstantTimeCompare(cred.Key.Hash, h[:]) != 1 {
+			return nil, fmt.Errorf("accounts: look up key: the store returned key %d for another hash", cred.Key.ID)
+		}
+	case errors.Is(err, store.ErrNotFound):
+		cred, err = a.imported(ctx, key, h)
+		if errors.Is(err, store.ErrNotFound) {
+			if a.gen.Load() == gen {
+				a.neg.add(h, a.mono(a.now()))
+			}
+			return nil, errUnknown
+		}
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("accounts: look up key: %w", err)
+	}
+	e := a.newEntry(&cred, start)
+	a.cache.put(h, e, &a.gen, gen)
+	return e, nil
+}
+
+// imported finds an imported key (Argon2id, looked up by prefix); its
+// error wraps store.ErrNotFound when none matches.
+func (a *Authenticator) imported(ctx context.Context, key string, h *[32]byte) (store.Credential, error) {
+	creds, err := a.st.CredentialsByPrefix(ctx, key[:PrefixLen])
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Credential{}, fmt.Errorf("accounts: look up imported keys: %w", err)
+	}
+	var input []byte
+	for i := range creds[:min(len(creds), maxCandidates)] {
+		c := &creds[i]
+		if c.Key.Argon2 == "" {
+			continue
+		}
+		p, err := parsePHC(c.Key.Argon2)
+		if err != nil {
+			a.log.LogAttrs(ctx, slog.LevelWarn, "imported key has an unusable hash",
+				slog.Int64("key_num", c.Key.ID), slog.String("err", err.Error()))
+			continue
+		}
+		if input == nil {
+			input = hexSum(h)
+		}
+		select {
+		case a.argons <- struct{}{}:
+		case <-ctx.Done():
+			return store.Credential{}, fmt.Errorf("accounts: verify imported key: waiting for a slot: %w", ctx.Err())
+		}
+		ok := p.verify(input)
+		<-a.argons
+		if ok {
+			return *c, nil
+		}
+	}
+	return store.Credential{}, store.ErrNotFound
+}
+
+// newEntry makes the cache entry of a credential read at loaded.
+func (a *Authenticator) newEntry(c *store.Credential, loaded int64) *entry {
+	e := &entry{p: principal(c), loaded: loaded, use: a.keyUse(c.Key.ID, loaded)}
+	if c.Key.ExpiresAt != nil {
+		e.expires = *c.Key.ExpiresAt
+	}
+	switch {
+	case c.Key.Status != store.KeyActive:
+		e.reason = errRevoked
+	case !c.User.Active:
+		e.reason = errInactive
+	}
+	return e
+}

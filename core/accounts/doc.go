@@ -1,0 +1,49 @@
+// Package accounts turns API keys into principals: an auth.Authenticator
+// over the store with an in-memory cache, revocation across replicas
+// through Redis, key use counting, Argon2id for imported keys, and the
+// ADMIN_API_KEY bootstrap.
+//
+// # Keys
+//
+// Issued keys ("mr2_" and 43 random characters, see NewKey) are stored by
+// SHA-256 and found by one indexed read. Imported keys (from the reference
+// implementation, whose key_hash column is Argon2id over the key's hex
+// SHA-256) are found by their 12-character prefix and verified with
+// Argon2id, at most two at a time. Either way a verified key is cached by
+// its SHA-256, so Argon2id runs once per cache period, not per request.
+// Anything not starting with "mr2_", shorter than 20 or longer than 256
+// bytes is refused without a lookup.
+//
+// # Freshness
+//
+// A cache entry is what the store said when the read began. It is trusted
+// for CacheTTL (default 60 s) while the revocation subscription is live:
+// the admin API calls Invalidate, InvalidateUser or InvalidateAll after
+// every change, which drops entries here and publishes on Channel, and
+// every replica drops them when the message arrives (milliseconds). The
+// subscription counts as live while Redis has answered a heartbeat in the
+// last second; at every (re)subscription the whole cache is emptied,
+// since messages may have been missed. With no Redis, or the subscription
+// down, an entry older than one second is read again, so a revoked or
+// expired key, or a deactivated user, stops working within a second on
+// every replica either way. Key expiry is checked at every request
+// against the clock. A load that raced an invalidation is used for the
+// requests that waited for it but not cached.
+//
+// If the store cannot be read, an entry younger than CacheTTL is still
+// served (the store that would record a revocation is the one that is
+// down); the error is returned when there is none.
+//
+// # Floods
+//
+// Unknown keys are remembered for a second in a fixed 4096-slot table, so
+// repeating a bad key costs no store read; concurrent misses for one key
+// share one read (singleflight), and at most 8 reads run at once, so a
+// flood of distinct random keys waits here rather than in the database.
+//
+// # Use counts
+//
+// Each successful authentication adds one to the key's in-memory counter;
+// Run writes the counts and last-used times (to the second) to the store
+// every 5 s and when it stops.
+package accounts
