@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -183,6 +184,16 @@ func (e *env) serve() {
 // a string (sent as is) or a value encoded as JSON, or nil.
 func (e *env) call(key, method, path string, body any) (int, []byte) {
 	e.t.Helper()
+	status, out, err := e.try(key, method, path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return status, out
+}
+
+// try is call for other goroutines: it reports failures instead of
+// stopping the test.
+func (e *env) try(key, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -191,28 +202,40 @@ func (e *env) call(key, method, path string, body any) (int, []byte) {
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			e.t.Fatal(err)
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, "http://admin.test"+path, rd)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := e.client.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != fasthttp.StatusUnauthorized && ct != "application/json" {
-		e.t.Errorf("%s %s: Content-Type %q", method, path, ct)
+		return 0, nil, fmt.Errorf("%s %s: Content-Type %q", method, path, ct)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, out, nil
+}
+
+// remember notes the key in a creation response as a secret.
+func (e *env) remember(body []byte) {
+	var m struct {
+		FullKey string `json:"full_key"`
+	}
+	if json.Unmarshal(body, &m) == nil && m.FullKey != "" {
+		e.mu.Lock()
+		e.secrets = append(e.secrets, m.FullKey)
+		e.mu.Unlock()
+	}
 }
 
 // ok calls and requires 200, decoding the answer into a generic value.

@@ -1,0 +1,152 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/store"
+)
+
+func TestQuotas_UsageAndReset(t *testing.T) {
+	e := newEnv(t)
+	e.quotas.used = 77
+	r := e.ok(e.auditorKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", e.bob.ID), nil)
+	if num(r["tokens_used"]) != 77 || num(r["user_id"]) != e.bob.ID {
+		t.Fatalf("usage: %v", r)
+	}
+	x := e.ok(e.adminKey, "POST", fmt.Sprintf("/api/admin/quotas/%d/reset", e.bob.ID), nil)
+	if x["status"] != "reset" || !slices.Equal(e.quotas.resets, []int64{e.bob.ID}) {
+		t.Fatalf("reset: %v %v", x, e.quotas.resets)
+	}
+	if ev := e.lastEvent(); ev.Action != "quota.reset" || ev.TargetType != "quota" || ev.TargetID != fmt.Sprint(e.bob.ID) {
+		t.Errorf("event %+v", ev)
+	}
+	e.fail(e.adminKey, "GET", "/api/admin/quotas/31337", nil, 404)
+	e.fail(e.adminKey, "POST", "/api/admin/quotas/31337/reset", nil, 404)
+}
+
+// Without a quota limiter (the CLI without Redis) usage is the store's row.
+func TestQuotas_StoreRow(t *testing.T) {
+	e := newEnv(t, envOpts{noQuotas: true})
+	ctx := context.Background()
+	l := EffectiveLimits(e.bob, e.groups["students"])
+	start := periodStart(l, time.Now())
+	if err := e.st.SaveUsage(ctx, []store.Usage{{UserID: e.bob.ID, PeriodStart: start, TokensUsed: 500, LifetimeTokens: 9000, UpdatedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ok(e.adminKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", e.bob.ID), nil)
+	if num(r["tokens_used"]) != 500 || num(r["lifetime_tokens"]) != 9000 || num(r["token_budget"]) != l.TokenBudget {
+		t.Fatalf("usage from the store: %v", r)
+	}
+	e.ok(e.adminKey, "POST", fmt.Sprintf("/api/admin/quotas/%d/reset", e.bob.ID), nil)
+	u, err := e.st.Usage(ctx, e.bob.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.TokensUsed != 0 || u.LifetimeTokens != 9000 || !u.PeriodStart.Equal(start) {
+		t.Errorf("after reset: %+v (want 0 used, lifetime kept)", u)
+	}
+	// Tokens of an earlier period do not count in this one.
+	if err := e.st.SaveUsage(ctx, []store.Usage{{UserID: e.bob.ID, PeriodStart: start.Add(-l.BudgetPeriod), TokensUsed: 42, LifetimeTokens: 9000, UpdatedAt: time.Now().Add(time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ok(e.adminKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", e.bob.ID), nil); num(r["tokens_used"]) != 0 {
+		t.Errorf("an old period's tokens counted: %v", r)
+	}
+}
+
+func TestAudit_AdminLog(t *testing.T) {
+	e := newEnv(t)
+	for i := range 3 {
+		e.ok(e.adminKey, "POST", "/api/admin/groups", map[string]any{"name": fmt.Sprint("g", i)})
+	}
+	r := e.ok(e.auditorKey, "GET", "/api/admin/audit/admin?limit=2", nil)
+	evs := r["events"].([]any)
+	if len(evs) != 2 {
+		t.Fatalf("events: %v", r)
+	}
+	first := evs[0].(map[string]any)
+	if first["action"] != "group.create" || first["entity_type"] != "group" || num(first["user_id"]) != e.admin.ID || first["ip_address"] == "" {
+		t.Errorf("newest event: %v", first)
+	}
+	// The detail is JSON, not a string holding JSON.
+	if d, ok := first["detail"].(map[string]any); !ok || d["after"].(map[string]any)["name"] != "g2" {
+		t.Errorf("detail: %v", first["detail"])
+	}
+	r = e.ok(e.auditorKey, "GET", "/api/admin/audit/admin?skip=2&limit=1", nil)
+	if ev := r["events"].([]any)[0].(map[string]any); ev["detail"].(map[string]any)["after"].(map[string]any)["name"] != "g0" {
+		t.Errorf("paging: %v", r)
+	}
+}
+
+func TestEffectiveLimits(t *testing.T) {
+	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	g := store.Group{TokenBudget: 1000, BudgetPeriodDays: 7, RPM: 30, MaxConcurrent: 2}
+	rpm, budget := 5, int64(0)
+	cases := []struct {
+		name string
+		u    store.User
+		g    store.Group
+		want auth.Limits
+	}{
+		{"group", store.User{CreatedAt: created}, g, auth.Limits{TokenBudget: 1000, BudgetPeriod: 7 * 24 * time.Hour, PeriodAnchor: created, RPM: 30, MaxConcurrent: 2}},
+		{"overrides", store.User{CreatedAt: created, RPM: &rpm, TokenBudget: &budget}, g, auth.Limits{TokenBudget: 0, BudgetPeriod: 7 * 24 * time.Hour, PeriodAnchor: created, RPM: 5, MaxConcurrent: 2}},
+		{"default period", store.User{CreatedAt: created}, store.Group{}, auth.Limits{BudgetPeriod: 30 * 24 * time.Hour, PeriodAnchor: created}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := EffectiveLimits(tc.u, tc.g); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPeriodStart(t *testing.T) {
+	anchor := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := auth.Limits{BudgetPeriod: 10 * 24 * time.Hour, PeriodAnchor: anchor}
+	for _, tc := range []struct{ now, want time.Time }{
+		{anchor, anchor},
+		{anchor.Add(10*24*time.Hour - time.Nanosecond), anchor},
+		{anchor.Add(10 * 24 * time.Hour), anchor.Add(10 * 24 * time.Hour)},
+		{anchor.Add(25 * 24 * time.Hour), anchor.Add(20 * 24 * time.Hour)},
+		{anchor.Add(-time.Hour), anchor}, // a clock behind the anchor
+	} {
+		if got := periodStart(l, tc.now); !got.Equal(tc.want) {
+			t.Errorf("periodStart(%v) = %v, want %v", tc.now, got, tc.want)
+		}
+	}
+}
+
+func TestDecode_Nullable(t *testing.T) {
+	var in userIn
+	fields, err := decode([]byte(`{"rpm_limit_override": null, "token_budget_override": 5}`), &in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fields, []string{"rpm_limit_override", "token_budget_override"}) {
+		t.Errorf("fields %v", fields)
+	}
+	if !in.RPMOverride.Set || !in.RPMOverride.Null || !in.TokenBudgetOverride.Set || in.TokenBudgetOverride.V != 5 || in.MaxConcurrentOverride.Set {
+		t.Errorf("decoded %+v", in)
+	}
+	_, err = decode([]byte(`{"rpm_limit_override": "x"}`), &in)
+	var ae *apiError
+	if b, _ := json.Marshal(err.Error()); err == nil || !asAPIError(err, &ae) || ae.Status != 400 {
+		t.Fatalf("type error in a nullable field: %s", b)
+	}
+	if ae.Detail != "field rpm_limit_override: expected an integer, got string" {
+		t.Errorf("detail %q", ae.Detail)
+	}
+}
+
+func asAPIError(err error, ae **apiError) bool {
+	e, ok := err.(*apiError)
+	*ae = e
+	return ok
+}
