@@ -1,0 +1,9 @@
+//go:build !linux
+
+package testsvc
+
+import "os/exec"
+
+// dieWithParent: only Linux has a parent-death signal; elsewhere StopAll
+// is the only stop.
+func dieWithParent(*exec.Cmd) {}
