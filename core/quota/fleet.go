@@ -53,6 +53,8 @@ func (l *Limiter) fetchAdmit(ctx context.Context, u *user, now int64, needSlot, 
 	if needSlot {
 		ns = 1
 	}
+	ctx, cancel := l.rctx(ctx)
+	defer cancel()
 	res, err := admitScript.Run(ctx, l.rdb, []string{u.rpmKey, u.concKey},
 		now/msNs, lim.RPM, l.windowMs(), wantP, member, lim.MaxConcurrent, l.o.Replica, ns, keepSlots,
 		l.slotTTL()/msNs, oldMember, oldKeep, oldNew).Int64Slice()
@@ -135,6 +137,8 @@ func (l *Limiter) tokenRun(ctx context.Context, u *user, key string, now, keep, 
 		keyTTL = int64(24 * time.Hour / time.Millisecond)
 	}
 	budget := u.lim.TokenBudget
+	ctx, cancel := l.rctx(ctx)
+	defer cancel()
 	res, err := tokenScript.Run(ctx, l.rdb, []string{key, u.lifeKey},
 		now/msNs, l.o.Replica, budget, charge, lifeCharge, keep, need, want, extra,
 		l.slotTTL()/msNs, keyTTL, initUsed, initLife).Int64Slice()

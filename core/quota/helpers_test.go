@@ -40,7 +40,8 @@ func (c *clock) Add(d time.Duration) {
 func redisClient(t testing.TB, r *testsvc.Redis) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: 1})
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: 1,
+		DialerRetries: 1})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

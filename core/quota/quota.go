@@ -53,8 +53,11 @@ type Options struct {
 	RedisDown    Mode                  // default "local"
 	Lease        time.Duration         // default 1s
 	PersistEvery time.Duration         // default 10s
-	Log          *slog.Logger
-	Now          func() time.Time // tests
+	// CallTimeout bounds one Redis call, dial retries included (default
+	// 1s); the client's own timeouts (redis.timeout) usually end it first.
+	CallTimeout time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time // tests
 }
 
 // Limiter enforces users' quotas. It is safe for concurrent use; Run must
@@ -82,6 +85,9 @@ func New(o Options) *Limiter {
 	if o.PersistEvery <= 0 {
 		o.PersistEvery = 10 * time.Second
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = time.Second
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -103,6 +109,11 @@ func (l *Limiter) now() int64 {
 		return l.o.Now().UnixNano()
 	}
 	return time.Now().UnixNano()
+}
+
+// rctx bounds one Redis call.
+func (l *Limiter) rctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.o.CallTimeout)
 }
 
 // fleet reports whether limits are held in Redis right now.

@@ -166,15 +166,7 @@ func testRollover(t *testing.T, newL func(*clock) *Limiter) {
 	lim := auth.Limits{TokenBudget: 1000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now().Add(-30 * time.Minute)}
 	p := principal(4, lim)
 	ctx := context.Background()
-	spend := func(n int64) error {
-		tk, err := l.Admit(ctx, p)
-		if err != nil {
-			return err
-		}
-		defer tk.Done(n)
-		_, err = tk.Reserve(ctx, n, n)
-		return err
-	}
+	spend := func(n int64) error { return spend(t, l, p, n) }
 	if err := spend(1000); err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,12 @@ func (l *Limiter) tick(ctx context.Context) {
 // probe closes the breaker when Redis answers again, after pushing what
 // this replica counted meanwhile.
 func (l *Limiter) probe(ctx context.Context, now int64) {
-	if err := l.rdb.Ping(ctx).Err(); err != nil {
+	pctx, cancel := l.rctx(ctx)
+	err := l.rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
 		return
 	}
-	var err error
 	l.eachUser(func(u *user) bool {
 		err = l.reconcile(ctx, u, now)
 		return err == nil
@@ -93,7 +95,10 @@ func (l *Limiter) reconcile(ctx context.Context, u *user, now int64) error {
 	}
 	if n := min(u.downAdmits, u.win.count(now)); n > 0 && u.lim.RPM > 0 {
 		member := l.o.Replica + ":rc" + strconv.FormatUint(l.seq.Add(1), 10) + ":" + strconv.Itoa(n)
-		if err := recentScript.Run(ctx, l.rdb, []string{u.rpmKey}, now/msNs, member, l.windowMs()).Err(); err != nil {
+		rctx, cancel := l.rctx(ctx)
+		err := recentScript.Run(rctx, l.rdb, []string{u.rpmKey}, now/msNs, member, l.windowMs()).Err()
+		cancel()
+		if err != nil {
 			return fmt.Errorf("record admissions made while redis was down: %w", err)
 		}
 	}
@@ -224,6 +229,8 @@ func (l *Limiter) persist(ctx context.Context) error {
 
 // redisFigures replaces rows' figures with Redis's where it has them.
 func (l *Limiter) redisFigures(ctx context.Context, rows []persistRow) error {
+	ctx, cancel := l.rctx(ctx)
+	defer cancel()
 	pipe := l.rdb.Pipeline()
 	used := make([]*redis.StringCmd, len(rows))
 	life := make([]*redis.StringCmd, len(rows))
@@ -282,7 +289,9 @@ func (l *Limiter) Usage(ctx context.Context, userID int64, lim auth.Limits) (Rep
 		return r, fmt.Errorf("quota: usage of user %d from this replica only: %w", userID, ErrRedisDown)
 	}
 	id := strconv.FormatInt(userID, 10)
-	res, err := usageScript.Run(ctx, l.rdb, []string{"mr:q:{" + id + "}:rpm", "mr:q:{" + id + "}:conc",
+	rctx, cancel := l.rctx(ctx)
+	defer cancel()
+	res, err := usageScript.Run(rctx, l.rdb, []string{"mr:q:{" + id + "}:rpm", "mr:q:{" + id + "}:conc",
 		tokKey(userID, start), "mr:q:{" + id + "}:life"}, now/msNs).Int64Slice()
 	if err == nil && len(res) != 5 {
 		err = errors.New("bad script reply")
@@ -324,7 +333,10 @@ func (l *Limiter) Reset(ctx context.Context, userID int64, lim auth.Limits) erro
 			if lim.BudgetPeriod <= 0 {
 				keyTTL = 31 * 24 * time.Hour
 			}
-			if err := resetScript.Run(ctx, l.rdb, []string{tokKey(userID, start)}, keyTTL.Milliseconds()).Err(); err != nil {
+			rctx, cancel := l.rctx(ctx)
+			err := resetScript.Run(rctx, l.rdb, []string{tokKey(userID, start)}, keyTTL.Milliseconds()).Err()
+			cancel()
+			if err != nil {
 				l.trip(err)
 				redisErr = fmt.Errorf("%w: %w", ErrRedisDown, err)
 			}
