@@ -48,6 +48,9 @@ func TestBrokenPluginContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Store.DSN == config.Default().Store.DSN {
+		cfg.Store.DSN = ":memory:" // each gateway its own throw-away store
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

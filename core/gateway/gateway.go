@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mindrouter/mindrouter/core/admin"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
@@ -22,6 +23,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/server"
+	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/sdk"
 )
 
@@ -34,6 +36,11 @@ type Gateway struct {
 	Server      *server.Server
 	Host        *pluginhost.Host
 	Reg         *backend.Registry
+	// Store holds users, keys, quotas and backends.
+	Store store.Store
+	// GeneratedAdminKey is the admin key this start made because the
+	// store had none and ADMIN_API_KEY was unset; "" otherwise.
+	GeneratedAdminKey string
 
 	cancel        context.CancelFunc
 	done          chan error
@@ -54,6 +61,12 @@ type Options struct {
 	WatchPlugins time.Duration
 	// Observers are told about every finished request (audit, quotas).
 	Observers []outcome.Observer
+	// Store, when set, is used instead of opening the configured one (the
+	// caller closes it).
+	Store store.Store
+	// Replica names this process among replicas sharing Redis (default:
+	// random).
+	Replica string
 }
 
 // Start loads plugins, starts discovery and serves until Close. Each part
@@ -64,23 +77,36 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := slog.New(logredact.Handler(o.Logger.Handler()))
-	authn, err := auth.NewAdminKey(o.AdminKey)
-	if err != nil {
-		return nil, err
+	if o.AdminKey != "" {
+		if _, err := auth.NewAdminKey(o.AdminKey); err != nil { // the shape check
+			return nil, err
+		}
 	}
 	pcfg, err := pluginhost.LoadConfig(o.Config.PluginsPath())
 	if err != nil {
 		return nil, fmt.Errorf("load plugins: %w", err)
 	}
-	reg, err := backend.NewRegistry(o.Config)
+	acct, backends, err := openAccounts(ctx, &o, log)
 	if err != nil {
 		return nil, err
 	}
+	rcfg := *o.Config
+	rcfg.Backends = backends
+	reg, err := backend.NewRegistry(&rcfg)
+	if err == nil {
+		err = applyStates(ctx, acct.st, reg)
+	}
+	if err != nil {
+		_ = acct.close(context.Background())
+		return nil, err
+	}
+	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
 	// first), not cancel their plugin calls mid-way.
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	g := &Gateway{Reg: reg, cancel: cancel, done: make(chan error, 1), log: log, life: lifecycle{log: log}}
+	g := &Gateway{Reg: reg, cancel: cancel, done: make(chan error, 1), log: log, life: lifecycle{log: log},
+		Store: acct.st, GeneratedAdminKey: acct.generatedKey}
 
 	hostC := &funcComponent{name: "plugins",
 		start: func(ctx context.Context) error {
@@ -115,11 +141,13 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		},
 		close: func(context.Context) error { g.stopDiscovery(); return nil },
 	}
-	if err := g.life.start(ctx, hostC, discC); err != nil {
+	if err := g.life.start(ctx, acctC, hostC, discC); err != nil {
 		g.abort()
 		return nil, err
 	}
-	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: authn, Logger: log, Observers: o.Observers})
+	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: liveBackends{reg}, Log: log})
+	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
+		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Logger: log, Observers: o.Observers})
 	var comps []Component
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",

@@ -58,6 +58,9 @@ func startHostile(t *testing.T, o hostileOpts) *hostile {
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, y)
 	}
+	if cfg.Store.DSN == config.Default().Store.DSN {
+		cfg.Store.DSN = ":memory:" // each gateway its own throw-away store
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +43,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "plugin":
 		err = plugin(os.Args[2:])
+	case "admin":
+		err = adminCmd(os.Args[2:])
+	case "migrate":
+		err = migrateCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -65,7 +67,10 @@ func usage() {
                                        check a plugin against ABI v2 (conformance kit); a bundle is
                                        checked per component (golden vectors in DIR/<component>/,
                                        streams go to the adapters of their framing) and its fused
-                                       ops against the canonical path`)
+                                       ops against the canonical path
+  mindrouter migrate [--config FILE]   apply the store's schema migrations
+  mindrouter admin [--config FILE] <users|keys|groups|quota|backends> <verb> ...
+                                       manage accounts on the store directly (see: mindrouter admin help)`)
 }
 
 func serve(args []string) error {
@@ -99,16 +104,16 @@ func serve(args []string) error {
 		log.Info("no backend configured: serving a simulated vLLM backend (bench/fakellm)", "url", "http://"+addr, "models", fakellm.DefaultModels)
 	}
 
-	key := os.Getenv("ADMIN_API_KEY")
-	if key == "" {
-		var raw [24]byte
-		_, _ = rand.Read(raw[:])
-		key = "mr2_" + hex.EncodeToString(raw[:])
-		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; generated admin key for this run (shown once):\n\n    export ADMIN_API_KEY=%s\n\n", key)
-	}
-	g, err := gateway.Start(ctx, gateway.Options{Config: cfg, AdminKey: key, Logger: log, WatchPlugins: 2 * time.Second})
+	// ADMIN_API_KEY bootstraps an admin; without it, a store with no
+	// admin key gets one generated now and shown once.
+	g, err := gateway.Start(ctx, gateway.Options{Config: cfg, AdminKey: os.Getenv("ADMIN_API_KEY"), Logger: log, WatchPlugins: 2 * time.Second})
 	if err != nil {
 		return err
+	}
+	if k := g.GeneratedAdminKey; k != "" {
+		fmt.Fprintf(os.Stderr, "\nThe store had no admin key; generated one (shown once, kept in the store):\n\n    export ADMIN_API_KEY=%s\n\n", k)
+	} else if os.Getenv("ADMIN_API_KEY") == "" {
+		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; the store already has admin keys. A new one: mindrouter admin keys create --user admin\n\n")
 	}
 	log.Info("mindrouter listening", "addr", g.Addr.String())
 	// The generated key was shown once above; the hint names it by variable.
