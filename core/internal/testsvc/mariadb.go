@@ -143,6 +143,7 @@ func startMariaDB() (*mariadbServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepStale()
 	// A bind race on the free port is possible; try a few ports.
 	var lastErr error
 	for range 3 {
@@ -216,6 +217,26 @@ func dataTemplate(mariadbd, installDB, userFlag string) (string, error) {
 		return "", fmt.Errorf("mariadb: publish data template: %w", err)
 	}
 	return tmpl, nil
+}
+
+// sweepStale removes the directories of servers whose test binary died
+// without StopAll (the server died with it). A directory whose pid file
+// names a live process, or that has none yet and is recent, is another
+// binary's and is left alone.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "mindrouter-mariadb-[0-9]*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "mysqld.pid"))
+		if err != nil {
+			if st, statErr := os.Stat(dir); statErr == nil && time.Since(st.ModTime()) > time.Hour {
+				os.RemoveAll(dir)
+			}
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && !processAlive(pid) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 func launchMariaDB(mariadbd, userFlag, tmpl string) (*mariadbServer, error) {

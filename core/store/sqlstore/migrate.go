@@ -106,16 +106,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error { return applyMigrations(ctx, tx, ms) })
 }
 
+const migrateLock = "CONCAT('mindrouter_migrate:', MD5(DATABASE()))"
+
 func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: get connection: %w", err)
 	}
 	defer conn.Close()
-	// GET_LOCK names are server-wide; the database's name keeps two
-	// databases on one server from waiting for each other.
+	// GET_LOCK names are server-wide; the database's name (hashed: a
+	// lock name has at most 64 characters) keeps two databases on one
+	// server from waiting for each other.
 	var got sql.NullInt64
-	err = conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT('mindrouter_migrate:', DATABASE()), 120)").Scan(&got)
+	err = conn.QueryRowContext(ctx, "SELECT GET_LOCK("+migrateLock+", 120)").Scan(&got)
 	if err != nil {
 		return fmt.Errorf("migrate: take the migration lock: %w", err)
 	}
@@ -124,7 +127,7 @@ func (s *Store) migrateMySQL(ctx context.Context, ms []migration) error {
 	}
 	defer func() {
 		// A fresh context: the caller's may be done, and the lock must go.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(CONCAT('mindrouter_migrate:', DATABASE()))")
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+migrateLock+")")
 	}()
 	return applyMigrations(ctx, conn, ms)
 }

@@ -174,6 +174,7 @@ func TestOpen_Errors(t *testing.T) {
 		{sqlstore.SQLite, filepath.Join(t.TempDir(), "a?b.db"), "not allowed"},
 		{sqlstore.MySQL, "not a dsn", "mysql dsn"},
 		{sqlstore.MySQL, "root@tcp(127.0.0.1:1)/x", "connect to mysql"},
+		{sqlstore.MySQL, "root@tcp(127.0.0.1:1)/", "names no database"},
 	} {
 		s, err := sqlstore.Open(ctx, tc.driver, tc.dsn)
 		if err == nil {

@@ -70,6 +70,9 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: mysql dsn: %w", err)
 	}
+	if cfg.DBName == "" {
+		return nil, errors.New("sqlstore: mysql dsn names no database (user:pass@tcp(host:3306)/dbname)")
+	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true
