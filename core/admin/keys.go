@@ -140,6 +140,8 @@ func (h *Handler) issueKey(c *call, u store.User, self bool) (any, error) {
 	if err := h.st.CreateKey(c.ctx, &k); err != nil {
 		return nil, fmt.Errorf("create key: %w", err)
 	}
+	// Forget any recent "unknown key" answer about it, as accounts expects.
+	h.keys.Invalidate(c.ctx, hash)
 	h.record(c, "key.create", "key", k.ID, map[string]any{
 		"key_prefix": prefix, "name": k.Name, "target_user_id": u.ID, "scopes": splitScopes(scopes), "expires_at": exp, "self": self,
 	})
