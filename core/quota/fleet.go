@@ -12,7 +12,7 @@ const msNs = int64(time.Millisecond)
 
 // maxBatch caps one lease of permits; the script also caps a batch at a
 // quarter of the room left, and at 1 when little is left.
-const maxBatch = 1000
+const maxBatch = 4096
 
 // slotTTL is how long Redis keeps a replica's slots and token lease
 // without a refresh: a dead replica's share comes back after this.

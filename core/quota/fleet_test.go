@@ -335,3 +335,35 @@ func TestFleet_Reset(t *testing.T) {
 		return New(Options{Now: clk.Now, Redis: redisClient(t, r), Store: newMemStore()})
 	})
 }
+
+func TestFleet_ResetReachesOtherReplicas(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	lim := auth.Limits{TokenBudget: 1000}
+	p := principal(17, lim)
+	ctx := context.Background()
+	if err := spend(t, b, p, 1000); err != nil {
+		t.Fatal(err)
+	}
+	b.tick(ctx)
+	for _, l := range ls {
+		if err := spend(t, l, p, 1); deniedKind(t, err) != KindTokens {
+			t.Fatalf("spent budget: %v", err)
+		}
+	}
+	if err := a.Reset(ctx, 17, lim); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second) // b looks again at most once a lease
+	if err := spend(t, b, p, 1000); err != nil {
+		t.Fatalf("b after a reset on a: %v", err)
+	}
+	b.tick(ctx)
+	r, err := a.Usage(ctx, 17, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensUsed != 1000 || r.LifetimeTokens != 2000 {
+		t.Fatalf("usage %+v; want 1000 used, 2000 lifetime", r)
+	}
+}

@@ -156,6 +156,7 @@ type Ticket struct {
 	leased bool // resv came from the Redis lease
 	resv   int64
 	period int64
+	at     int64 // admission time: Reserve and Done use it (reading the clock costs more than the rest on some VMs)
 	status Status
 }
 
@@ -170,6 +171,9 @@ func (l *Limiter) Admit(ctx context.Context, p *auth.Principal) (*Ticket, error)
 	u.lim = p.Limits
 	u.lastSeen = now
 	u.roll(now)
+	if !u.loaded && now-u.loadAt >= int64(10*time.Second) {
+		l.load(ctx, u) // the store was down when the user was first seen
+	}
 	if !u.unlimited() {
 		if d := l.admitLocked(ctx, u, now); d != nil {
 			return nil, d
@@ -180,7 +184,7 @@ func (l *Limiter) Admit(ctx context.Context, p *auth.Principal) (*Ticket, error)
 		u.win.add(now)
 	}
 	t := l.pool.Get().(*Ticket)
-	*t = Ticket{l: l, u: u, slot: true, period: u.period}
+	*t = Ticket{l: l, u: u, slot: true, period: u.period, at: now}
 	l.status(u, now, &t.status)
 	return t, nil
 }
@@ -209,12 +213,34 @@ func (l *Limiter) admitLocked(ctx context.Context, u *user, now int64) *Denied {
 		if needSlot {
 			u.slotUse = now
 		}
-		return l.tokensLeft(u, now)
+		d := l.tokensLeft(u, now)
+		if d != nil && now-u.tokBeat >= l.lease {
+			// Spent as far as this replica knows: look again, at most
+			// once a lease, so a Reset elsewhere takes effect here.
+			if err := l.tokenCall(ctx, u, now, u.resv+u.free, 0, 0, 0); err != nil {
+				l.trip(err)
+			} else {
+				d = l.tokensLeft(u, now)
+			}
+		}
+		if d != nil {
+			l.unadmit(u, needPermit)
+		}
+		return d
 	}
 	if l.rdb != nil {
 		return l.admitDown(u, now)
 	}
 	return l.admitLocal(u, now)
+}
+
+// unadmit gives back the permit taken by a request refused for tokens
+// (its slot is counted only once admitted).
+func (l *Limiter) unadmit(u *user, needPermit bool) {
+	if needPermit {
+		u.permits++
+		u.admitsSinceFetch--
+	}
 }
 
 // admitDown applies the RedisDown mode.
@@ -324,7 +350,7 @@ func (t *Ticket) Reserve(ctx context.Context, min, want int64) (granted int64, e
 	if want < min {
 		want = min
 	}
-	now := l.now()
+	now := t.at
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if t.done {
@@ -430,7 +456,7 @@ func (t *Ticket) Done(used int64) {
 		return
 	}
 	used = max(used, 0)
-	now := l.now()
+	now := t.at
 	u.mu.Lock()
 	if t.done {
 		u.mu.Unlock()

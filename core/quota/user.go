@@ -46,6 +46,7 @@ type user struct {
 	life      int64
 	loaded    bool // the store's figures were read (or there is no store)
 	evicted   bool // removed from the map: look it up again
+	loadAt    int64
 	dirty     bool // changed since the last persist
 	lastSeen  int64
 
@@ -152,6 +153,7 @@ func (l *Limiter) load(ctx context.Context, u *user) {
 		u.loaded = true
 		return
 	}
+	u.loadAt = u.lastSeen
 	used, life, err := l.stored(ctx, u)
 	if err != nil {
 		l.log.Warn("quota: read stored usage", "user", u.id, "err", err)
