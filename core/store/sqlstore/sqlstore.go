@@ -146,8 +146,36 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction, committing when it returns nil. A MySQL
+// deadlock or lock-wait timeout rolls the whole transaction back, and fn
+// is run again (at most three tries): the batch writers (TouchKeys,
+// SaveUsage) are background flushes that should not lose a batch to one.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for try := 1; ; try++ {
+		err := s.tx(ctx, fn)
+		if err == nil || try == 3 || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try*try) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// MySQL errors after which a transaction may simply be tried again.
+const (
+	myLockWaitTimeout = 1205
+	myDeadlock        = 1213
+)
+
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == myDeadlock || me.Number == myLockWaitTimeout)
+}
+
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

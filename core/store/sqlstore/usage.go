@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mindrouter/mindrouter/core/store"
 )
@@ -14,7 +17,7 @@ func (s *Store) Usage(ctx context.Context, userID int64) (store.Usage, error) {
 	u := store.Usage{UserID: userID}
 	err := s.db.QueryRowContext(ctx, `SELECT period_start, tokens_used, lifetime_tokens, updated_at
 FROM user_usage WHERE user_id = ?`, userID).Scan(timeDest{&u.PeriodStart}, &u.TokensUsed, &u.LifetimeTokens, timeDest{&u.UpdatedAt})
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return store.Usage{UserID: userID}, nil
 	}
 	return u, fail(err, fmt.Sprintf("usage of user %d", userID))
@@ -44,7 +47,8 @@ ON CONFLICT (user_id) DO UPDATE SET
 )
 
 // SaveUsage upserts each row in one transaction. A zero UpdatedAt is now.
-// Rows of users that no longer exist are skipped.
+// Rows of users that no longer exist are skipped. Rows of one user in one
+// batch apply in the order given.
 func (s *Store) SaveUsage(ctx context.Context, rows []store.Usage) error {
 	if len(rows) == 0 {
 		return nil
@@ -54,6 +58,10 @@ func (s *Store) SaveUsage(ctx context.Context, rows []store.Usage) error {
 		q = saveUsageMySQL
 	}
 	t := now()
+	// In user order, so that two replicas flushing overlapping batches
+	// take their row locks in the same order (no deadlock).
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b store.Usage) int { return cmp.Compare(a.UserID, b.UserID) })
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, q)
 		if err != nil {
