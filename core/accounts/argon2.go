@@ -72,11 +72,16 @@ func hexSum(sum *[32]byte) []byte {
 // random salt and a 32-byte hash, over the hex SHA-256 of the key (as the
 // reference implementation hashes its keys).
 func HashArgon2id(key string) (string, error) {
+	return hashArgon2id(key, argonMemoryKiB, argonTime)
+}
+
+// hashArgon2id is HashArgon2id with the cost chosen (tests use less).
+func hashArgon2id(key string, memoryKiB, passes uint32) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("accounts: argon2id salt: %w", err)
 	}
-	p := phc{memory: argonMemoryKiB, time: argonTime, threads: argonThreads, salt: salt}
+	p := phc{memory: memoryKiB, time: passes, threads: argonThreads, salt: salt}
 	p.hash = argon2.IDKey(argonInput([]byte(key)), salt, p.time, p.memory, p.threads, argonKeyLen)
 	return p.String(), nil
 }

@@ -23,7 +23,7 @@ const (
 const adminScopes = "inference,admin,audit"
 
 // EnsureAdmin makes ADMIN_API_KEY a working admin key: the group "admin"
-// (created with the reference's admin defaults when missing), an active
+// (created without limits when missing), an active
 // user "admin" in it, and key among that user's active, unexpired keys
 // with every scope, stored by its SHA-256 like an issued key whatever its
 // length. It is idempotent, and two replicas running it at once end with
@@ -52,8 +52,9 @@ func ensureAdminGroup(ctx context.Context, st store.Store) (store.Group, error) 
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return g, wrapBootstrap("read group "+AdminGroup, err)
 	}
-	g = store.Group{Name: AdminGroup, Description: "Administrators", TokenBudget: 10_000_000,
-		BudgetPeriodDays: defaultPeriodDays, RPM: 1000, Weight: 10, IsAdmin: true}
+	// As the store seeds it: no limits.
+	g = store.Group{Name: AdminGroup, Description: "Administrators", BudgetPeriodDays: defaultPeriodDays,
+		Weight: 4, IsAdmin: true}
 	err = st.CreateGroup(ctx, &g)
 	if errors.Is(err, store.ErrConflict) { // another replica made it first
 		g, err = st.GroupByName(ctx, AdminGroup)
