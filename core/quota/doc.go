@@ -24,9 +24,12 @@
 // the replica's recent rate (about one Lease of requests or tokens),
 // capped at a quarter of the room left and exactly 1 when little is left;
 // unused parts go back after Options.Lease (Run does it) and at shutdown.
-// Under-admission bound: while a user's remaining headroom is h, the other
-// replicas together hold at most h/4 + (replicas) unused permits, and for
-// at most Lease.
+// Under-admission bound: each replica holds at most one batch of permits
+// (and of tokens) at a time, sized from its own rate and never more than
+// a quarter of the room left when granted; what it does not use is
+// unavailable to the others for at most Lease (a freed concurrency slot:
+// Lease as well). A replica holds the user's mutex during a lease fetch,
+// so one fetch serves the requests queued behind it.
 //
 // RPM. Redis keeps a log of grants per user (a sorted set: member
 // "replica:seq:n", score the grant time). A grant at time g of n permits
@@ -66,6 +69,8 @@
 // request needs no round trip), then gives it back; Run refreshes held
 // slots every Lease, and Redis forgets them 3·Lease after the last
 // refresh, so a dead replica's slots (and token lease) come back then.
+// What a dead replica charged but had not pushed yet (at most one Run
+// tick, Lease/4) is lost.
 //
 // # Clock
 //

@@ -160,3 +160,19 @@ func TestRedisDown_UnresponsiveServerNeverHangs(t *testing.T) {
 	cancel()
 	timed(t, "Run's shutdown", hang, func() { l.Run(runCtx) })
 }
+
+func TestRedisDown_CancelledRequestKeepsBreakerClosed(t *testing.T) {
+	_, _, ls := replicas(t, 1, Options{})
+	l := ls[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the client went away before its request reached Redis
+	_, _ = l.Admit(ctx, principal(22, auth.Limits{RPM: 10}))
+	if !l.fleet() {
+		t.Fatal("a cancelled request opened the breaker")
+	}
+	tk, err := l.Admit(context.Background(), principal(22, auth.Limits{RPM: 10}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done(0)
+}

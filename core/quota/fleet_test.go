@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -365,5 +366,95 @@ func TestFleet_ResetReachesOtherReplicas(t *testing.T) {
 	}
 	if r.TokensUsed != 1000 || r.LifetimeTokens != 2000 {
 		t.Fatalf("usage %+v; want 1000 used, 2000 lifetime", r)
+	}
+}
+
+func TestFleet_ConcurrencyCapUnderLoad(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{Lease: 200 * time.Millisecond})
+	const maxc = 4
+	p := principal(18, auth.Limits{MaxConcurrent: maxc, RPM: 1 << 20, TokenBudget: 1 << 40})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var bg sync.WaitGroup
+	bg.Go(func() { // time passes and both replicas do their background work
+		for ctx.Err() == nil {
+			clk.Add(20 * time.Millisecond)
+			for _, l := range ls {
+				l.tick(ctx)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	var inFlight, peak, admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			l := ls[w%2]
+			for range 150 {
+				tk, err := l.Admit(ctx, p)
+				if err != nil {
+					if k := deniedKind(t, err); k != KindConcurrency {
+						t.Errorf("denied %q", k)
+					}
+					continue
+				}
+				n := inFlight.Add(1)
+				for {
+					old := peak.Load()
+					if n <= old || peak.CompareAndSwap(old, n) {
+						break
+					}
+				}
+				admitted.Add(1)
+				if _, err := tk.Reserve(ctx, 10, 100); err != nil {
+					t.Errorf("reserve: %v", err)
+				}
+				inFlight.Add(-1)
+				tk.Done(50)
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	bg.Wait()
+	t.Logf("admitted %d of %d; peak in flight %d (limit %d)", admitted.Load(), 16*150, peak.Load(), maxc)
+	if peak.Load() > maxc {
+		t.Fatalf("%d requests in flight at once, limit %d", peak.Load(), maxc)
+	}
+	if admitted.Load() == 0 {
+		t.Fatal("nothing admitted")
+	}
+}
+
+func TestFleet_DeniedRetryAfterAndStatus(t *testing.T) {
+	_, clk, ls := replicas(t, 1, Options{})
+	l := ls[0]
+	lim := auth.Limits{RPM: 2, TokenBudget: 500, BudgetPeriod: time.Hour, PeriodAnchor: newClock().Now()}
+	p := principal(19, lim)
+	ctx := context.Background()
+	for i := range 2 {
+		tk, err := l.Admit(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tk.Reserve(ctx, 100, 100); err != nil {
+			t.Fatal(err)
+		}
+		st := tk.Status()
+		if st.LimitRequests != 2 || st.RemainingRequests != 1-i || st.LimitTokens != 500 ||
+			st.RemainingTokens != 400-100*int64(i) || st.ResetTokens != time.Hour-time.Duration(i)*10*time.Second {
+			t.Fatalf("request %d status %+v", i, st)
+		}
+		tk.Done(100)
+		clk.Add(10 * time.Second)
+	}
+	_, err := l.Admit(ctx, p)
+	var d *Denied
+	if deniedKind(t, err) != KindRequests || !errors.As(err, &d) {
+		t.Fatalf("third request: %v", err)
+	}
+	// The first grant (20 s ago) stops counting after 60 s + the lease.
+	if d.RetryAfter != 42*time.Second || d.Status.RemainingRequests != 0 || d.Msg == "" {
+		t.Fatalf("denial %+v; want Retry-After 42s", d)
 	}
 }

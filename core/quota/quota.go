@@ -121,7 +121,12 @@ func (l *Limiter) fleet() bool { return l.rdb != nil && !l.down.Load() }
 
 // trip opens the breaker after a Redis failure: until Run's probe finds
 // Redis again, requests use the RedisDown mode without waiting on Redis.
-func (l *Limiter) trip(err error) {
+// A failure because the caller's ctx ended (the client went away) says
+// nothing about Redis.
+func (l *Limiter) trip(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
 	if l.down.CompareAndSwap(false, true) {
 		l.log.Warn("quota: redis unreachable; limits now follow redis_down", "mode", string(l.o.RedisDown), "err", err)
 	}
@@ -199,7 +204,7 @@ func (l *Limiter) admitLocked(ctx context.Context, u *user, now int64) *Denied {
 		if !slotOK || !permitOK {
 			d, err := l.fetchAdmit(ctx, u, now, !slotOK, needPermit && !permitOK, max(u.slots, u.inFlight))
 			if err != nil {
-				l.trip(err)
+				l.trip(ctx, err)
 				return l.admitDown(u, now)
 			}
 			if d != nil {
@@ -218,7 +223,7 @@ func (l *Limiter) admitLocked(ctx context.Context, u *user, now int64) *Denied {
 			// Spent as far as this replica knows: look again, at most
 			// once a lease, so a Reset elsewhere takes effect here.
 			if err := l.tokenCall(ctx, u, now, u.resv+u.free, 0, 0, 0); err != nil {
-				l.trip(err)
+				l.trip(ctx, err)
 			} else {
 				d = l.tokensLeft(u, now)
 			}
@@ -397,7 +402,7 @@ func (l *Limiter) reserveLocked(ctx context.Context, u *user, now int64, min, wa
 	}
 	if u.free < want {
 		if err := l.fetchTokens(ctx, u, now, max(0, min-u.free), want-u.free); err != nil {
-			l.trip(err)
+			l.trip(ctx, err)
 			g, d := l.reserveDown(u, now, min, want)
 			return g, false, d
 		}

@@ -116,7 +116,7 @@ func (l *Limiter) reconcile(ctx context.Context, u *user, now int64) error {
 func (l *Limiter) maintain(ctx context.Context, now int64, final bool) {
 	l.eachUser(func(u *user) bool {
 		if err := l.maintainUser(ctx, u, now, final); err != nil {
-			l.trip(err)
+			l.trip(ctx, err)
 			return false
 		}
 		return true
@@ -209,7 +209,7 @@ func (l *Limiter) persist(ctx context.Context) error {
 	}
 	if l.fleet() {
 		if err := l.redisFigures(ctx, rows); err != nil {
-			l.trip(err)
+			l.trip(ctx, err)
 		}
 	}
 	out := make([]store.Usage, len(rows))
@@ -297,7 +297,7 @@ func (l *Limiter) Usage(ctx context.Context, userID int64, lim auth.Limits) (Rep
 		err = errors.New("bad script reply")
 	}
 	if err != nil {
-		l.trip(err)
+		l.trip(ctx, err)
 		return r, fmt.Errorf("quota: usage of user %d: %w: %w", userID, ErrRedisDown, err)
 	}
 	if res[0] >= 0 {
@@ -337,7 +337,7 @@ func (l *Limiter) Reset(ctx context.Context, userID int64, lim auth.Limits) erro
 			err := resetScript.Run(rctx, l.rdb, []string{tokKey(userID, start)}, keyTTL.Milliseconds()).Err()
 			cancel()
 			if err != nil {
-				l.trip(err)
+				l.trip(ctx, err)
 				redisErr = fmt.Errorf("%w: %w", ErrRedisDown, err)
 			}
 		}
