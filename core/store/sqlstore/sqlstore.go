@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,11 +38,12 @@ var _ store.Store = (*Store)(nil)
 // Open forces parseTime, UTC, clientFoundRows (so an UPDATE that changes
 // nothing still counts the row it found) and a strict sql_mode.
 //
-// For "sqlite" the dsn is a file path (its directory is created) or
-// ":memory:". A file gets WAL, a 10 s busy timeout, foreign keys and
-// IMMEDIATE transactions (no deadlock upgrading a read to a write). A
-// memory database lives in one connection, which every call shares, so
-// each Open of ":memory:" is its own empty database.
+// For "sqlite" the dsn is a file path (its directory is created), a
+// SQLite file: URI (its query kept), or ":memory:". A file gets WAL, a
+// 10 s busy timeout, foreign keys and IMMEDIATE transactions (no deadlock
+// upgrading a read to a write). A memory database lives in one
+// connection, which every call shares, so each Open of ":memory:" is its
+// own empty database.
 func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	var (
 		db  *sql.DB
@@ -94,13 +96,13 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
-func openSQLite(path string) (*sql.DB, error) {
-	if path == "" {
-		return nil, errors.New("sqlstore: sqlite needs a file path or :memory:")
+func openSQLite(dsn string) (*sql.DB, error) {
+	if dsn == "" {
+		return nil, errors.New("sqlstore: sqlite needs a file path, a file: URI or :memory:")
 	}
-	pragmas := "_pragma=foreign_keys(1)"
-	if path == ":memory:" {
-		db, err := sql.Open("sqlite", ":memory:?"+pragmas)
+	const pragmas = "_pragma=foreign_keys(1)"
+	if isMemory(dsn) {
+		db, err := sql.Open("sqlite", withParams(dsn, pragmas))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: open sqlite memory database: %w", err)
 		}
@@ -111,15 +113,23 @@ func openSQLite(path string) (*sql.DB, error) {
 		db.SetConnMaxIdleTime(0)
 		return db, nil
 	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("sqlstore: sqlite path %q: '?' and '#' are not allowed", path)
+	path := dsn
+	if strings.HasPrefix(dsn, "file:") {
+		// A URI (SQLite's own syntax, passed through): its path is
+		// what comes before the query.
+		path, _, _ = strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+		path = strings.TrimPrefix(path, "//") // file:///abs/path
+		if p, err := url.PathUnescape(path); err == nil {
+			path = p
+		}
+	} else if strings.ContainsAny(dsn, "?#") {
+		return nil, fmt.Errorf("sqlstore: sqlite path %q: '?' and '#' are not allowed (use a file: URI)", dsn)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlstore: create directory for %s: %w", path, err)
 	}
-	dsn := path + "?" + pragmas +
-		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", withParams(dsn, pragmas+
+		"&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open sqlite %s: %w", path, err)
 	}
@@ -128,6 +138,21 @@ func openSQLite(path string) (*sql.DB, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	return db, nil
+}
+
+// isMemory reports a DSN for a memory database, which lives only as long
+// as its connection.
+func isMemory(dsn string) bool {
+	return dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:") ||
+		strings.HasPrefix(dsn, "file:") && strings.Contains(dsn, "mode=memory")
+}
+
+// withParams appends query parameters to a DSN that may have some.
+func withParams(dsn, params string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + params
+	}
+	return dsn + "?" + params
 }
 
 // DB is the underlying handle, for tests and tools.
