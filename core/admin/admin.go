@@ -52,6 +52,9 @@ type Options struct {
 	Now      func() time.Time
 }
 
+// requestTimeout bounds one request's store and Redis calls.
+const requestTimeout = 30 * time.Second
+
 // Handler serves the admin and self-service APIs. Safe for concurrent use.
 type Handler struct {
 	st       store.Store
@@ -113,7 +116,10 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte
 		q.Add(string(k), string(v))
 	}
 	r := Request{Method: string(ctx.Method()), Path: string(ctx.Path()), Query: q, Body: body, RemoteAddr: ctx.RemoteIP().String()}
-	status, out, allow := h.do(ctx, p, r)
+	// fasthttp's context ends only at shutdown: bound the store calls.
+	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	status, out, allow := h.do(cctx, p, r)
 	if allow != "" {
 		ctx.Response.Header.Set("Allow", allow)
 	}

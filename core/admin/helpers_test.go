@@ -345,6 +345,7 @@ func (r *recKeys) InvalidateAll(context.Context) {
 
 type recQuotas struct {
 	mu     sync.Mutex
+	down   bool                  // answer as quota.Limiter does while Redis is down
 	limits map[int64]auth.Limits // last limits asked about, per user
 	resets []int64
 	used   int64
@@ -357,7 +358,11 @@ func (r *recQuotas) Usage(_ context.Context, id int64, l auth.Limits) (quota.Rep
 		r.limits = map[int64]auth.Limits{}
 	}
 	r.limits[id] = l
-	return quota.Report{UserID: id, TokenBudget: l.TokenBudget, TokensUsed: r.used, RPM: l.RPM, MaxConcurrent: l.MaxConcurrent}, nil
+	rep := quota.Report{UserID: id, TokenBudget: l.TokenBudget, TokensUsed: r.used, RPM: l.RPM, MaxConcurrent: l.MaxConcurrent}
+	if r.down {
+		return rep, fmt.Errorf("quota: usage of user %d from this replica only: %w", id, quota.ErrRedisDown)
+	}
+	return rep, nil
 }
 
 func (r *recQuotas) Reset(_ context.Context, id int64, _ auth.Limits) error {
@@ -365,6 +370,9 @@ func (r *recQuotas) Reset(_ context.Context, id int64, _ auth.Limits) error {
 	defer r.mu.Unlock()
 	r.resets = append(r.resets, id)
 	r.used = 0
+	if r.down {
+		return fmt.Errorf("quota: reset user %d: %w", id, quota.ErrRedisDown)
+	}
 	return nil
 }
 

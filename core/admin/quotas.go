@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/quota"
@@ -15,6 +18,9 @@ func (h *Handler) usage(c *call, u store.User, g store.Group) (quota.Report, err
 	l := EffectiveLimits(u, g)
 	if h.quotas != nil {
 		r, err := h.quotas.Usage(c.ctx, u.ID, l)
+		if errors.Is(err, quota.ErrRedisDown) {
+			return r, errorf(fasthttp.StatusServiceUnavailable, "quota counters are unavailable: Redis is down (this gateway's own view would understate fleet-wide usage)")
+		}
 		if err != nil {
 			return r, fmt.Errorf("quota usage of user %d: %w", u.ID, err)
 		}
@@ -73,7 +79,12 @@ func (h *Handler) quotaReset(c *call) (any, error) {
 	}
 	l := EffectiveLimits(u, g)
 	if h.quotas != nil {
-		if err := h.quotas.Reset(c.ctx, u.ID, l); err != nil {
+		if err := h.quotas.Reset(c.ctx, u.ID, l); errors.Is(err, quota.ErrRedisDown) {
+			// Reset here and in the store, not in Redis: say so, and keep
+			// the record of what was done.
+			h.record(c, "quota.reset", "quota", u.ID, map[string]any{"username": u.Username, "partial": "redis down"})
+			return nil, errorf(fasthttp.StatusServiceUnavailable, "quota reset on this gateway and in the store only: Redis is down; retry when it is back")
+		} else if err != nil {
 			return nil, fmt.Errorf("reset quota of user %d: %w", u.ID, err)
 		}
 	} else {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,25 @@ func TestQuotas_UsageAndReset(t *testing.T) {
 	}
 	e.fail(e.adminKey, "GET", "/api/admin/quotas/31337", nil, 404)
 	e.fail(e.adminKey, "POST", "/api/admin/quotas/31337/reset", nil, 404)
+}
+
+func TestQuotas_RedisDown(t *testing.T) {
+	e := newEnv(t)
+	e.quotas.down = true
+	if d := e.fail(e.adminKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", e.bob.ID), nil, 503); !strings.Contains(d, "Redis is down") {
+		t.Errorf("usage: %q", d)
+	}
+	u := e.ok(e.adminKey, "GET", fmt.Sprintf("/api/admin/users/%d", e.bob.ID), nil)
+	if u["quota"] != nil || !strings.Contains(fmt.Sprint(u["quota_error"]), "Redis is down") || u["user"].(map[string]any)["username"] != "bob" {
+		t.Errorf("user detail while Redis is down: %v", u)
+	}
+	e.fail(e.bobKey, "GET", "/api/me/usage", nil, 503)
+	if d := e.fail(e.adminKey, "POST", fmt.Sprintf("/api/admin/quotas/%d/reset", e.bob.ID), nil, 503); !strings.Contains(d, "store only") {
+		t.Errorf("reset: %q", d)
+	}
+	if ev := e.lastEvent(); ev.Action != "quota.reset" || !strings.Contains(ev.Detail, "redis down") {
+		t.Errorf("a partial reset is recorded as such: %+v", ev)
+	}
 }
 
 // Without a quota limiter (the CLI without Redis) usage is the store's row.

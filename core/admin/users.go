@@ -220,9 +220,17 @@ func (h *Handler) getUser(c *call) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read group: %w", err)
 	}
+	out := map[string]any{"user": viewUser(u, g.Name)}
+	// The profile stays readable while the quota counters are not.
 	rep, err := h.usage(c, u, g)
-	if err != nil {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		out["quota"], out["quota_error"] = nil, ae.Detail
+	case err != nil:
 		return nil, err
+	default:
+		out["quota"] = rep
 	}
 	keys, err := h.st.Keys(c.ctx, u.ID)
 	if err != nil {
@@ -233,7 +241,8 @@ func (h *Handler) getUser(c *call) (any, error) {
 	for _, k := range keys {
 		kv = append(kv, viewKey(k, u.Username, now))
 	}
-	return map[string]any{"user": viewUser(u, g.Name), "quota": rep, "api_keys": kv}, nil
+	out["api_keys"] = kv
+	return out, nil
 }
 
 func (h *Handler) updateUser(c *call) (any, error) {
