@@ -22,7 +22,7 @@
 // every change, which drops entries here and publishes on Channel, and
 // every replica drops them when the message arrives (milliseconds). The
 // subscription counts as live while Redis has answered a heartbeat in the
-// last second; at every (re)subscription the whole cache is emptied,
+// last 750 ms; at every (re)subscription the whole cache is emptied,
 // since messages may have been missed. With no Redis, or the subscription
 // down, an entry older than one second is read again, so a revoked or
 // expired key, or a deactivated user, stops working within a second on

@@ -21,9 +21,11 @@ const Channel = "mindrouter:auth:invalidate"
 const (
 	// pingEvery paces the subscription's heartbeat; liveFor is how long
 	// after the last word from Redis the subscription still counts as
-	// live; deadAfter is when a silent connection is replaced.
+	// live (a PONG also proves that every message published before its
+	// PING has arrived); deadAfter is when a silent connection is
+	// replaced.
 	pingEvery = 250 * time.Millisecond
-	liveFor   = time.Second
+	liveFor   = 750 * time.Millisecond // + a round trip: within the second
 	deadAfter = 3 * time.Second
 
 	flushEvery  = 5 * time.Second

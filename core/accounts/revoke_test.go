@@ -175,11 +175,30 @@ func TestSubscription_RedisDown(t *testing.T) {
 	if err := f.st.RevokeKey(ctx, k.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	a.Invalidate(ctx, nil) // publishing fails; must not hang or panic
 	clk.Add(staleAfter)
 	if _, err := a.Authenticate(ctx, []byte(key)); !errors.Is(err, errRevoked) {
 		t.Fatalf("a second later with Redis down: %v, want revoked (read again from the store)", err)
 	}
+
+	// An invalidation published while Redis is down returns (bounded by
+	// the client's timeouts), is kept, and goes out once Redis is back.
+	other := HashKey([]byte("mr2_some-other-key-0123456789"))
+	start := time.Now()
+	a.Invalidate(ctx, other[:])
+	t.Logf("Invalidate with Redis down returned after %v", time.Since(start))
+	a.pubMu.Lock()
+	pending := len(a.pending)
+	a.pubMu.Unlock()
+	if pending != 1 {
+		t.Fatalf("%d invalidations kept for retry, want 1", pending)
+	}
+	r.Restart()
+	eventually(t, "the kept invalidation published", func() bool {
+		a.pubMu.Lock()
+		defer a.pubMu.Unlock()
+		return len(a.pending) == 0
+	})
+	eventually(t, "subscription live again", a.live)
 }
 
 func TestApply_Messages(t *testing.T) {
