@@ -20,7 +20,7 @@ import (
 
 // Run runs the suite. open must return a store on a fresh, empty database
 // (not migrated) for each call, and close it at t's end; the suite
-// migrates it.
+// migrates it. The subtests run in parallel, each on its own database.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	for _, tc := range []struct {
 		name string
@@ -44,7 +44,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TimePrecision", testTimePrecision},
 		{"Concurrent", testConcurrent},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on its own database
+			tc.fn(t, open)
+		})
 	}
 }
 
