@@ -362,15 +362,14 @@ func (t *Ticket) Reserve(ctx context.Context, min, want int64) (granted int64, e
 		return 0, ErrTicketDone
 	}
 	u.roll(now)
-	leased := false
 	if u.lim.TokenBudget <= 0 {
-		granted = want
-	} else {
-		g, fromLease, d := l.reserveLocked(ctx, u, now, min, want)
-		if d != nil {
-			return 0, d
-		}
-		granted, leased = g, fromLease
+		// Nothing to hold back: usage is counted at Done.
+		l.status(u, now, &t.status)
+		return want, nil
+	}
+	granted, leased, d := l.reserveLocked(ctx, u, now, min, want)
+	if d != nil {
+		return 0, d
 	}
 	if t.period != u.period {
 		// Admitted in the previous period: the reservation belongs to this one.
@@ -468,10 +467,11 @@ func (t *Ticket) Done(used int64) {
 		return
 	}
 	t.done = true
-	u.lastSeen = now
+	// now is the admission time: never move these back.
+	u.lastSeen = max(u.lastSeen, now)
 	if t.slot {
 		u.inFlight--
-		u.slotUse = now
+		u.slotUse = max(u.slotUse, now)
 	}
 	u.roll(now)
 	if t.resv > 0 && t.period == u.period {

@@ -284,3 +284,30 @@ func TestLimiter_StoreLoadAndPersist(t *testing.T) {
 		t.Fatalf("persisted %+v", row)
 	}
 }
+
+func TestLimiter_LateDoneAfterRolloverStaysInNewPeriod(t *testing.T) {
+	clk := newClock()
+	l := New(Options{Now: clk.Now})
+	lim := auth.Limits{TokenBudget: 1000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now().Add(-59 * time.Minute)}
+	p := principal(8, lim)
+	ctx := context.Background()
+	long, err := l.Admit(ctx, p) // a stream that crosses the period's end
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.Reserve(ctx, 100, 500); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(2 * time.Minute)
+	if err := spend(t, l, p, 700); err != nil {
+		t.Fatalf("new period: %v", err)
+	}
+	long.Done(400) // charged to the period it ends in
+	r, err := l.Usage(ctx, 8, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensUsed != 1100 || r.LifetimeTokens != 1100 || !r.PeriodStart.Equal(clk.Now().Add(-time.Minute)) || r.TokensReserved != 0 {
+		t.Fatalf("usage %+v; want the new period with 1100 used", r)
+	}
+}

@@ -100,7 +100,9 @@ func periodOf(now int64, lim *auth.Limits) (k, start, end int64) {
 // they are pushed to the old counter.
 func (u *user) roll(now int64) {
 	k, start, end := periodOf(now, &u.lim)
-	if k == u.period && u.tokKey != "" && start == u.periodStart {
+	if u.tokKey != "" && (start == u.periodStart || start < u.periodStart && now < u.periodEnd) {
+		// Same period, or a time read before another request moved u on
+		// (Done runs with its admission time): never go back.
 		return
 	}
 	if u.tokKey != "" && u.pend != 0 {
