@@ -11,8 +11,9 @@ import (
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
-func TestBackends_RegisterUpsertPatchStatus(t *testing.T) {
-	e := newEnv(t)
+func TestBackends_RegisterUpsertPatchStatus(t *testing.T) { backendsLifecycle(t, newEnv(t)) }
+
+func backendsLifecycle(t *testing.T, e *env) {
 	node := e.ok(e.adminKey, "POST", "/api/admin/nodes/register", map[string]any{"name": "gpu1", "sidecar_url": "http://gpu1:8007", "sidecar_key": "sidecar-secret-123", "hostname": "gpu1.local"})
 	nodeID := num(node["id"])
 	e.secrets = append(e.secrets, "sidecar-secret-123")
@@ -125,8 +126,9 @@ func TestBackends_WithoutRegistry(t *testing.T) {
 	e.fail(e.adminKey, "POST", fmt.Sprintf("/api/admin/backends/%d/refresh", num(b["id"])), nil, 503)
 }
 
-func TestBackendsNodes_Errors(t *testing.T) {
-	e := newEnv(t)
+func TestBackendsNodes_Errors(t *testing.T) { backendsErrors(t, newEnv(t)) }
+
+func backendsErrors(t *testing.T, e *env) {
 	b := e.ok(e.adminKey, "POST", "/api/admin/backends/register", map[string]any{"name": "x1", "url": "http://h:1", "engine": "vllm"})
 	bp := fmt.Sprintf("/api/admin/backends/%d", num(b["id"]))
 	n := e.ok(e.adminKey, "POST", "/api/admin/nodes", map[string]any{"name": "n1"})

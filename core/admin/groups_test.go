@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-func TestGroups_CRUD(t *testing.T) {
-	e := newEnv(t)
+func TestGroups_CRUD(t *testing.T) { groupsCRUD(t, newEnv(t)) }
+
+func groupsCRUD(t *testing.T, e *env) {
 	list := e.ok(e.auditorKey, "GET", "/api/admin/groups", nil)
 	names := map[string]map[string]any{}
 	for _, g := range list["groups"].([]any) {

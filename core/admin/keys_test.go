@@ -13,8 +13,9 @@ import (
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
-func TestKeys_CreateOnceListRevokeDelete(t *testing.T) {
-	e := newEnv(t)
+func TestKeys_CreateOnceListRevokeDelete(t *testing.T) { keysLifecycle(t, newEnv(t)) }
+
+func keysLifecycle(t *testing.T, e *env) {
 	path := fmt.Sprintf("/api/admin/users/%d/api-keys", e.alice.ID)
 	before := time.Now()
 	m := e.newKey(e.adminKey, path, map[string]any{"name": "laptop"})
@@ -172,8 +173,9 @@ func TestKeys_ScopesExpiryAndErrors(t *testing.T) {
 	}
 }
 
-func TestKeys_MaxKeys(t *testing.T) {
-	e := newEnv(t)
+func TestKeys_MaxKeys(t *testing.T) { keysMax(t, newEnv(t)) }
+
+func keysMax(t *testing.T, e *env) {
 	ctx := context.Background()
 	g := e.groups["students"]
 	g.MaxKeys = 3

@@ -10,8 +10,9 @@ import (
 	"github.com/mindrouter/mindrouter/core/auth"
 )
 
-func TestMe_ProfileUsageAndKeys(t *testing.T) {
-	e := newEnv(t)
+func TestMe_ProfileUsageAndKeys(t *testing.T) { meKeys(t, newEnv(t)) }
+
+func meKeys(t *testing.T, e *env) {
 	g := e.groups["students"]
 	me := e.ok(e.aliceKey, "GET", "/api/me", nil)
 	lim := me["limits"].(map[string]any)

@@ -51,8 +51,9 @@ func TestQuotas_RedisDown(t *testing.T) {
 }
 
 // Without a quota limiter (the CLI without Redis) usage is the store's row.
-func TestQuotas_StoreRow(t *testing.T) {
-	e := newEnv(t, envOpts{noQuotas: true})
+func TestQuotas_StoreRow(t *testing.T) { quotaStoreRow(t, newEnv(t, envOpts{noQuotas: true})) }
+
+func quotaStoreRow(t *testing.T, e *env) {
 	ctx := context.Background()
 	l := EffectiveLimits(e.bob, e.groups["students"])
 	start := periodStart(l, time.Now())
@@ -80,8 +81,9 @@ func TestQuotas_StoreRow(t *testing.T) {
 	}
 }
 
-func TestAudit_AdminLog(t *testing.T) {
-	e := newEnv(t)
+func TestAudit_AdminLog(t *testing.T) { auditLog(t, newEnv(t)) }
+
+func auditLog(t *testing.T, e *env) {
 	for i := range 3 {
 		e.ok(e.adminKey, "POST", "/api/admin/groups", map[string]any{"name": fmt.Sprint("g", i)})
 	}

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-func TestUsers_CreateListGetUpdateDelete(t *testing.T) {
-	e := newEnv(t)
+func TestUsers_CreateListGetUpdateDelete(t *testing.T) { usersCRUD(t, newEnv(t)) }
+
+func usersCRUD(t *testing.T, e *env) {
 	students := e.groups["students"]
 
 	created := e.ok(e.adminKey, "POST", "/api/admin/users", map[string]any{
@@ -84,8 +85,9 @@ func TestUsers_CreateListGetUpdateDelete(t *testing.T) {
 	e.fail(e.adminKey, "DELETE", fmt.Sprintf("/api/admin/users/%d", id), nil, 404)
 }
 
-func TestUsers_Errors(t *testing.T) {
-	e := newEnv(t)
+func TestUsers_Errors(t *testing.T) { usersErrors(t, newEnv(t)) }
+
+func usersErrors(t *testing.T, e *env) {
 	sid := e.groups["students"].ID
 	cases := []struct {
 		name   string
