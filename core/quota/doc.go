@@ -72,6 +72,14 @@
 // What a dead replica charged but had not pushed yet (at most one Run
 // tick, Lease/4) is lost.
 //
+// # Consistency
+//
+// Redis's counters are the truth and every change to them is one atomic
+// script, so the limits above hold whatever the interleaving. A replica's
+// own view — Ticket.Status, Denied.Status, its idea of the tokens used —
+// is as of its last script call, at most about a Lease old; Usage reads
+// Redis. The store lags Redis by up to PersistEvery.
+//
 // # Clock
 //
 // Scripts take the caller's clock, not Redis TIME, so tests drive them
