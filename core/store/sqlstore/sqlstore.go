@@ -36,7 +36,8 @@ var _ store.Store = (*Store)(nil)
 //
 // For "mysql" the dsn is go-sql-driver's (user:pass@tcp(host:3306)/db);
 // Open forces parseTime, UTC, clientFoundRows (so an UPDATE that changes
-// nothing still counts the row it found) and a strict sql_mode.
+// nothing still counts the row it found) and a strict sql_mode, and sets
+// a 10 s dial timeout unless the DSN has one.
 //
 // For "sqlite" the dsn is a file path (its directory is created), a
 // SQLite file: URI (its query kept), or ":memory:". A file gets WAL, a
@@ -78,6 +79,11 @@ func openMySQL(dsn string) (*sql.DB, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true
+	if cfg.Timeout == 0 {
+		// A silent network must not hold a dial past this (queries are
+		// bounded by their contexts).
+		cfg.Timeout = 10 * time.Second
+	}
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
