@@ -99,6 +99,8 @@ type Authenticator struct {
 
 	pubMu   sync.Mutex
 	pending []string // invalidations whose PUBLISH failed, retried by Run
+
+	badHashes sync.Map // key IDs whose unusable Argon2 string was logged
 }
 
 var _ auth.Authenticator = (*Authenticator)(nil)
@@ -260,8 +262,11 @@ func (a *Authenticator) imported(ctx context.Context, key string, h *[32]byte) (
 		}
 		p, err := parsePHC(c.Key.Argon2)
 		if err != nil {
-			a.log.LogAttrs(ctx, slog.LevelWarn, "imported key has an unusable hash",
-				slog.Int64("key_num", c.Key.ID), slog.String("err", err.Error()))
+			// Once per key: anyone who knows the prefix can bring this here.
+			if _, seen := a.badHashes.LoadOrStore(c.Key.ID, struct{}{}); !seen {
+				a.log.LogAttrs(ctx, slog.LevelWarn, "imported key has an unusable hash",
+					slog.Int64("key_num", c.Key.ID), slog.String("err", err.Error()))
+			}
 			continue
 		}
 		if input == nil {

@@ -72,3 +72,9 @@ func TestCache_PutAfterInvalidation(t *testing.T) {
 		t.Fatal("removeIf kept a matching entry")
 	}
 }
+
+func TestCacheShard_Size(t *testing.T) {
+	if n := unsafe.Sizeof(cacheShard{}); n%64 != 0 {
+		t.Fatalf("a cache shard is %d bytes; keep it a multiple of 64", n)
+	}
+}

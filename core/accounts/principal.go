@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,22 @@ func ParseScopes(s string) auth.Scope {
 		}
 	}
 	return sc
+}
+
+// CheckScopes parses scopes given to the admin API strictly: a
+// comma-separated list of "inference", "admin" and "audit", at least one.
+// The error names the offending entry.
+func CheckScopes(s string) (auth.Scope, error) {
+	var sc auth.Scope
+	for name := range strings.SplitSeq(s, ",") {
+		n := strings.ToLower(strings.TrimSpace(name))
+		one := ParseScopes(n)
+		if n == "" || one == 0 {
+			return 0, fmt.Errorf("scopes: %q is not one of inference, admin, audit", clip(strings.TrimSpace(name)))
+		}
+		sc |= one
+	}
+	return sc, nil
 }
 
 // FormatScopes is the stored spelling of sc.

@@ -133,3 +133,22 @@ func TestKeyID(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckScopes(t *testing.T) {
+	good := map[string]auth.Scope{
+		"inference":             auth.ScopeInference,
+		" Admin, inference ":    auth.ScopeInference | auth.ScopeAdmin,
+		"audit":                 auth.ScopeAudit,
+		"inference,admin,audit": auth.ScopeInference | auth.ScopeAdmin | auth.ScopeAudit,
+	}
+	for in, want := range good {
+		if got, err := CheckScopes(in); err != nil || got != want {
+			t.Errorf("CheckScopes(%q) = %b, %v; want %b", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", " ", "inference,", "inference,root", "apps:provision"} {
+		if _, err := CheckScopes(in); err == nil {
+			t.Errorf("CheckScopes(%q) accepted it", in)
+		}
+	}
+}
