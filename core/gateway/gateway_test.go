@@ -21,6 +21,7 @@ import (
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/internal/matrix"
+	"github.com/mindrouter/mindrouter/core/internal/testsvc"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	testutil.Cleanup()
+	testsvc.StopAll()
 	leaks, scanned := runLogs.Leaks()
 	if len(leaks) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: the admin key appeared in %d of %d log lines written during the run:\n", len(leaks), scanned)

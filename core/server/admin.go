@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/outcome"
-	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
@@ -35,11 +33,7 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx, ex *exchange) {
 			ex.principal = p
 			ex.out.KeyID, ex.out.User, ex.out.Group = p.KeyID, p.User, p.Group
 		} else {
-			msg := "invalid API key"
-			if errors.Is(err, auth.ErrNoKey) {
-				msg = "missing API key: send Authorization: Bearer mr2_... or X-API-Key"
-			}
-			err = apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", msg, err)
+			err = authFailure(err)
 		}
 	}
 	ex.out.Stages[outcome.StageAuth] = time.Since(t0)

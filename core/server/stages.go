@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -71,12 +72,8 @@ func (a authenticate) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	p, err := a.authn.Authenticate(ex.ctx, key)
 	if err != nil {
-		msg := "invalid API key"
-		if errors.Is(err, auth.ErrNoKey) {
-			msg = "missing API key: send Authorization: Bearer mr2_... or X-API-Key"
-		}
 		ctx.SetConnectionClose() // its body is not read
-		return apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", msg, err)
+		return authFailure(err)
 	}
 	if !p.Has(auth.ScopeInference) {
 		ctx.SetConnectionClose()
@@ -85,6 +82,23 @@ func (a authenticate) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	ex.principal = p
 	ex.out.KeyID, ex.out.User, ex.out.Group = p.KeyID, p.User, p.Group
 	return nil
+}
+
+// authFailure is a failed key check as the client sees it: 401 for a
+// missing or bad key (never saying which check failed), 503 when the key
+// could not be checked (the store unreachable and the key not cached).
+func authFailure(err error) error {
+	switch {
+	case errors.Is(err, auth.ErrNoKey):
+		return apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", "missing API key: send Authorization: Bearer mr2_... or X-API-Key", err)
+	case errors.Is(err, auth.ErrBadKey):
+		return apierr.Wrap(canon.ErrAuthentication, "invalid_api_key", "invalid API key", err)
+	case errors.Is(err, context.Canceled):
+		return errClientGone(err)
+	}
+	e := apierr.Wrap(canon.ErrOverloaded, "authentication_unavailable", "the gateway cannot check API keys right now, retry shortly", err)
+	e.RetryAfter = 1
+	return e
 }
 
 var errAmbiguousKey = apierr.New(canon.ErrInvalidRequest, "ambiguous_credentials",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -603,5 +604,16 @@ func TestRoutingSpec(t *testing.T) {
 	}
 	if spec := routingSpec(&sdk.Routing{Model: "a.b.c.d.e"}); spec != nil {
 		t.Fatal("a path of 5 keys compiled")
+	}
+}
+
+// A key that could not be checked (the store down, the key not cached) is
+// a 503 with Retry-After, not a 401 that would make the client drop a
+// good key; a wrapped bad-key error is still a 401.
+func TestAuthFailure(t *testing.T) {
+	wantErr(t, authFailure(fmt.Errorf("revoked: %w", auth.ErrBadKey)), 401, "invalid_api_key")
+	e := wantErr(t, authFailure(errors.New("store: connection refused")), 503, "authentication_unavailable")
+	if e.RetryAfter != 1 || strings.Contains(e.Msg, "refused") {
+		t.Errorf("503: %+v", e)
 	}
 }
