@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +151,42 @@ func TestPersist_RedisRestartLosesAtMostSinceLastPersist(t *testing.T) {
 	if rep.TokensUsed != 400 || rep.LifetimeTokens != 400 {
 		t.Fatalf("after the restart %+v; want 400 used and lifetime", rep)
 	}
+}
+
+// eventually polls cond until it holds, failing after a generous bound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRun_ReturnsLeasesAndPersistsOnItsOwn(t *testing.T) {
+	st, uid := sqliteUser(t)
+	r := testsvc.StartRedis(t)
+	o := Options{Store: st, Lease: 100 * time.Millisecond, PersistEvery: 200 * time.Millisecond}
+	oa, ob := o, o
+	oa.Redis, ob.Redis = redisClient(t, r), redisClient(t, r)
+	a, b := New(oa), New(ob)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, l := range []*Limiter{a, b} {
+		wg.Go(func() { l.Run(ctx) })
+	}
+	defer func() { cancel(); wg.Wait() }()
+	p := principal(uid, auth.Limits{MaxConcurrent: 1, TokenBudget: 1000})
+	if err := spend(t, a, p, 250); err != nil { // a keeps the freed slot for a lease
+		t.Fatal(err)
+	}
+	eventually(t, "b admitted once a gave its slot back", func() bool {
+		return spend(t, b, p, 0) == nil
+	})
+	eventually(t, "usage persisted", func() bool {
+		got, err := st.Usage(context.Background(), uid)
+		return err == nil && got.TokensUsed == 250 && got.LifetimeTokens == 250
+	})
 }

@@ -306,7 +306,11 @@ func (l *Limiter) Usage(ctx context.Context, userID int64, lim auth.Limits) (Rep
 	if res[2] >= 0 {
 		r.LifetimeTokens = max(r.LifetimeTokens, res[2])
 	}
-	r.TokensReserved, r.RequestsLastMinute, r.InFlight = res[1], int(res[3]), int(res[4])
+	// Redis counts what is leased (in use or not) and only where a limit
+	// makes replicas lease; this replica's own figures are a floor.
+	r.TokensReserved = max(r.TokensReserved, res[1])
+	r.RequestsLastMinute = max(r.RequestsLastMinute, int(res[3]))
+	r.InFlight = max(r.InFlight, int(res[4]))
 	return r, nil
 }
 
