@@ -10,7 +10,7 @@ GOFLAGS_TEST ?= -shuffle=on -p 1
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: help build gateway fakellm plugins sidecar run test matrix tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: help build gateway fakellm plugins sidecar run test test-deps matrix tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -36,7 +36,10 @@ run: gateway plugins ## start the gateway on 127.0.0.1:8080 (CONFIG=file to use 
 
 # The SDK is its own module (sdk/go.mod): every go command runs for the
 # gateway's module and again with -C sdk.
-test: plugins tidy-check ## run every test with and without the race detector, vet, and the CGO-free check
+test-deps: ## install the servers the tests start (Redis, MariaDB; Debian packages) when missing
+	sh deploy/scripts/test-services.sh
+
+test: plugins tidy-check test-deps ## run every test with and without the race detector, vet, and the CGO-free check
 	CGO_ENABLED=0 $(GO) build ./core/... ./sidecar/wire/...
 	CGO_ENABLED=0 $(GO) -C sdk build ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./plugins/...
@@ -54,7 +57,7 @@ test: plugins tidy-check ## run every test with and without the race detector, v
 
 # The end-to-end SDK tests mark the cells they prove (core/internal/matrix);
 # the table is written from this run, and a failed cell fails the target.
-matrix: plugins ## docs/conformance.md: client dialect × backend engine, from the SDK tests
+matrix: plugins test-deps ## docs/conformance.md: client dialect × backend engine, from the SDK tests
 	@mkdir -p .cache
 	$(GO) test -json -count=1 -run 'SDK_|Raw_' ./core/gateway/ > .cache/matrix.json; st=$$?; \
 	  $(GO) run ./core/internal/matrix/cmd/conformance-matrix -o docs/conformance.md < .cache/matrix.json && exit $$st
@@ -63,7 +66,7 @@ tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff
 	$(GO) -C sdk mod tidy -diff
 
-test-short: plugins ## tests without the race detector
+test-short: plugins test-deps ## tests without the race detector
 	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
 	$(GO) test $(GOFLAGS_TEST) ./...
 
