@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mindrouter/mindrouter/core/logredact"
 )
 
 // decode reads body, a JSON object, into v strictly: unknown fields, wrong
@@ -43,27 +45,30 @@ func decode(body []byte, v any) (members []string, err error) {
 	return members, nil
 }
 
+// decodeError names the field at fault. What it quotes of the body is
+// bounded and passed through the key redactor: it goes back to the
+// caller, and a pasted key should not come back in an error.
 func decodeError(err error) error {
+	return badRequest(logredact.String(logredact.Truncate(decodeDetail(err), logredact.MaxEcho)))
+}
+
+func decodeDetail(err error) string {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return badRequest(fmt.Sprintf("body is not valid JSON: %s at offset %d", syn.Error(), syn.Offset))
+		return fmt.Sprintf("body is not valid JSON: %s at offset %d", syn.Error(), syn.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return badRequest("body is not valid JSON: unexpected end")
+		return "body is not valid JSON: unexpected end"
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return badRequest("body: expected a JSON object, got " + typ.Value)
+			return "body: expected a JSON object, got " + typ.Value
 		}
-		return badRequest(fmt.Sprintf("field %s: expected %s, got %s", typ.Field, kind(typ.Type), typ.Value))
+		return fmt.Sprintf("field %s: expected %s, got %s", typ.Field, kind(typ.Type), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + ": unknown field")
+		return "field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + ": unknown field"
 	}
-	var fe *fieldError
-	if errors.As(err, &fe) {
-		return badRequest(fe.Error())
-	}
-	return badRequest("body: " + err.Error())
+	return "body: " + err.Error()
 }
 
 func kind(t reflect.Type) string {
@@ -84,11 +89,6 @@ func kind(t reflect.Type) string {
 	}
 	return "a " + t.Kind().String()
 }
-
-// fieldError is a validation failure raised inside UnmarshalJSON.
-type fieldError struct{ msg string }
-
-func (e *fieldError) Error() string { return e.msg }
 
 // nullable is a PATCH field where null means "clear": Set says it was
 // present, Null that it was null.

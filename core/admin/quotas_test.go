@@ -2,14 +2,12 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
@@ -104,71 +102,4 @@ func auditLog(t *testing.T, e *env) {
 	if ev := r["events"].([]any)[0].(map[string]any); ev["detail"].(map[string]any)["after"].(map[string]any)["name"] != "g0" {
 		t.Errorf("paging: %v", r)
 	}
-}
-
-func TestEffectiveLimits(t *testing.T) {
-	created := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	g := store.Group{TokenBudget: 1000, BudgetPeriodDays: 7, RPM: 30, MaxConcurrent: 2}
-	rpm, budget := 5, int64(0)
-	cases := []struct {
-		name string
-		u    store.User
-		g    store.Group
-		want auth.Limits
-	}{
-		{"group", store.User{CreatedAt: created}, g, auth.Limits{TokenBudget: 1000, BudgetPeriod: 7 * 24 * time.Hour, PeriodAnchor: created, RPM: 30, MaxConcurrent: 2}},
-		{"overrides", store.User{CreatedAt: created, RPM: &rpm, TokenBudget: &budget}, g, auth.Limits{TokenBudget: 0, BudgetPeriod: 7 * 24 * time.Hour, PeriodAnchor: created, RPM: 5, MaxConcurrent: 2}},
-		{"default period", store.User{CreatedAt: created}, store.Group{}, auth.Limits{BudgetPeriod: 30 * 24 * time.Hour, PeriodAnchor: created}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := EffectiveLimits(tc.u, tc.g); got != tc.want {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestPeriodStart(t *testing.T) {
-	anchor := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := auth.Limits{BudgetPeriod: 10 * 24 * time.Hour, PeriodAnchor: anchor}
-	for _, tc := range []struct{ now, want time.Time }{
-		{anchor, anchor},
-		{anchor.Add(10*24*time.Hour - time.Nanosecond), anchor},
-		{anchor.Add(10 * 24 * time.Hour), anchor.Add(10 * 24 * time.Hour)},
-		{anchor.Add(25 * 24 * time.Hour), anchor.Add(20 * 24 * time.Hour)},
-		{anchor.Add(-time.Hour), anchor}, // a clock behind the anchor
-	} {
-		if got := periodStart(l, tc.now); !got.Equal(tc.want) {
-			t.Errorf("periodStart(%v) = %v, want %v", tc.now, got, tc.want)
-		}
-	}
-}
-
-func TestDecode_Nullable(t *testing.T) {
-	var in userIn
-	fields, err := decode([]byte(`{"rpm_limit_override": null, "token_budget_override": 5}`), &in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(fields, []string{"rpm_limit_override", "token_budget_override"}) {
-		t.Errorf("fields %v", fields)
-	}
-	if !in.RPMOverride.Set || !in.RPMOverride.Null || !in.TokenBudgetOverride.Set || in.TokenBudgetOverride.V != 5 || in.MaxConcurrentOverride.Set {
-		t.Errorf("decoded %+v", in)
-	}
-	_, err = decode([]byte(`{"rpm_limit_override": "x"}`), &in)
-	var ae *apiError
-	if b, _ := json.Marshal(err.Error()); err == nil || !asAPIError(err, &ae) || ae.Status != 400 {
-		t.Fatalf("type error in a nullable field: %s", b)
-	}
-	if ae.Detail != "field rpm_limit_override: expected an integer, got string" {
-		t.Errorf("detail %q", ae.Detail)
-	}
-}
-
-func asAPIError(err error, ae **apiError) bool {
-	e, ok := err.(*apiError)
-	*ae = e
-	return ok
 }
