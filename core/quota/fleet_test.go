@@ -458,3 +458,31 @@ func TestFleet_DeniedRetryAfterAndStatus(t *testing.T) {
 		t.Fatalf("denial %+v; want Retry-After 42s", d)
 	}
 }
+
+func TestFleet_ExpiredLeaseIsNotSpent(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	lim := auth.Limits{TokenBudget: 1000}
+	p := principal(23, lim)
+	for range 3 { // a's rate makes it lease ahead
+		if err := spend(t, a, p, 50); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(100 * time.Millisecond)
+	}
+	u := a.peek(23)
+	free := u.free
+	u.mu.Unlock()
+	if free == 0 {
+		t.Fatal("a leased nothing ahead")
+	}
+	// a's Run stalls: Redis forgets its lease after 3
+	// leases, and b takes everything left.
+	clk.Add(3*time.Second + time.Millisecond)
+	if err := spend(t, b, p, 850); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	if err := spend(t, a, p, 1); deniedKind(t, err) != KindTokens {
+		t.Fatalf("a spent a lease Redis no longer counts: %v", err)
+	}
+}

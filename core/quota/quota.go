@@ -199,10 +199,16 @@ func (l *Limiter) admitLocked(ctx context.Context, u *user, now int64) *Denied {
 	lim := &u.lim
 	needSlot, needPermit := lim.MaxConcurrent > 0, lim.RPM > 0
 	if l.fleet() {
-		slotOK := !needSlot || u.slots > u.inFlight
+		// Held slots count only while Redis surely still has them (Run
+		// refreshes them every lease; Redis forgets them after 3).
+		slotOK := !needSlot || u.slots > u.inFlight && now-u.slotBeat < 2*l.lease
 		permitOK := !needPermit || (u.permits > 0 && now < u.permitExp)
 		if !slotOK || !permitOK {
-			d, err := l.fetchAdmit(ctx, u, now, !slotOK, needPermit && !permitOK, max(u.slots, u.inFlight))
+			keep := u.slots // a permit fetch keeps the slots as they are
+			if !slotOK {
+				keep = u.inFlight // the new slot comes on top of those in use
+			}
+			d, err := l.fetchAdmit(ctx, u, now, !slotOK, needPermit && !permitOK, keep)
 			if err != nil {
 				l.trip(ctx, err)
 				return l.admitDown(u, now)
@@ -398,6 +404,11 @@ func (l *Limiter) reserveLocked(ctx context.Context, u *user, now int64, min, wa
 	if !l.fleet() {
 		g, d := l.reserveDown(u, now, min, want)
 		return g, false, d
+	}
+	if u.free > 0 && now-u.tokBeat >= 2*l.lease {
+		// Not refreshed for a while (Run stalled?): Redis may have
+		// dropped the lease, so ask again rather than spend it.
+		u.free = 0
 	}
 	if u.free < want {
 		if err := l.fetchTokens(ctx, u, now, max(0, min-u.free), want-u.free); err != nil {
