@@ -31,6 +31,12 @@
 // backends' gpu_memory_gb and gpu_type, nodes' hostname. Responses carry
 // display_name (the group's name) and node_name for the same reason.
 //
+// Backends and nodes change in the store first; Options.Backends then
+// applies the change to this gateway's live registry, and the response's
+// applied/apply_error say how that went. A backend declared in the YAML
+// config (from_config) is written again from the config at each start, so
+// API changes to it last until the next restart.
+//
 // The CLI (mindrouter admin) drives the same routes in-process through
 // Handler.Do, so it validates, audits and answers exactly as the API does.
 package admin
