@@ -53,13 +53,7 @@ func keyScopes(in []string, g store.Group, self bool, p *auth.Principal) (string
 	if self && (want&^auth.ScopeInference != 0 && !p.Has(auth.ScopeAdmin) || !p.Has(want)) {
 		return "", errorf(fasthttp.StatusForbidden, "field scopes: only administrators may give their own keys scopes beyond inference, and never beyond the calling key's")
 	}
-	var out []string
-	for _, name := range []string{"inference", "admin", "audit"} {
-		if want&scopeBits[name] != 0 {
-			out = append(out, name)
-		}
-	}
-	return strings.Join(out, ","), nil
+	return accounts.FormatScopes(want), nil // the spelling the authenticator reads
 }
 
 // keyExpiry resolves expires_at against the group's policy.
