@@ -33,49 +33,73 @@ func (l *Limiter) permitBatch(u *user, now int64) int {
 	return min(max(n, 1), maxBatch, u.lim.RPM)
 }
 
-// fetchAdmit asks Redis for a slot and/or a batch of permits (u.mu held).
-// A refusal is returned as a *Denied; err is a Redis failure.
-// Slots beyond keepSlots go back.
-func (l *Limiter) fetchAdmit(ctx context.Context, u *user, now int64, needSlot, needPermit bool, keepSlots int) (*Denied, error) {
+// admitCall is one admitScript call's arguments.
+type admitCall struct {
+	keys      []string
+	args      []any
+	member    string // the new batch's member prefix ("" when no permit is asked)
+	oldMember string // the previous batch, shrunk to what was used ("" none)
+}
+
+// admitArgs prepares an admitScript call for u (u.mu held).
+func (l *Limiter) admitArgs(u *user, now int64, needSlot, needPermit bool, keepSlots int) admitCall {
 	lim := &u.lim
-	wantP, member := 0, ""
+	var c admitCall
+	wantP := 0
 	if needPermit {
 		wantP = l.permitBatch(u, now)
-		member = l.o.Replica + ":" + strconv.FormatUint(l.seq.Add(1), 10)
+		c.member = l.o.Replica + ":" + strconv.FormatUint(l.seq.Add(1), 10)
 	}
-	oldMember, oldKeep, oldNew := "", 0, ""
+	oldKeep, oldNew := 0, ""
 	if u.permitMember != "" && u.permits > 0 && (needPermit || now >= u.permitExp) {
 		// Unused permits of the previous batch go back in the same trip.
-		oldMember, oldKeep = u.permitMember, u.permitGranted-u.permits
-		oldNew = oldMember[:len(oldMember)-len(strconv.Itoa(u.permitGranted))] + strconv.Itoa(oldKeep)
+		c.oldMember, oldKeep = u.permitMember, u.permitGranted-u.permits
+		oldNew = c.oldMember[:len(c.oldMember)-len(strconv.Itoa(u.permitGranted))] + strconv.Itoa(oldKeep)
 	}
 	ns := 0
 	if needSlot {
 		ns = 1
 	}
-	ctx, cancel := l.rctx(ctx)
-	defer cancel()
-	res, err := admitScript.Run(ctx, l.rdb, []string{u.rpmKey, u.concKey},
-		now/msNs, lim.RPM, l.windowMs(), wantP, member, lim.MaxConcurrent, l.o.Replica, ns, keepSlots,
-		l.slotTTL()/msNs, oldMember, oldKeep, oldNew).Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("lease permits and slots: %w", err)
-	}
+	c.keys = []string{u.rpmKey, u.concKey}
+	c.args = []any{now / msNs, lim.RPM, l.windowMs(), wantP, c.member, lim.MaxConcurrent, l.o.Replica, ns, keepSlots,
+		l.slotTTL() / msNs, c.oldMember, oldKeep, oldNew}
+	return c
+}
+
+// applyAdmit records an admitScript reply in u (u.mu held).
+func (l *Limiter) applyAdmit(u *user, now int64, c *admitCall, res []int64) error {
 	if len(res) != 6 {
-		return nil, errors.New("lease permits and slots: bad script reply")
+		return errors.New("lease permits and slots: bad script reply")
 	}
-	if oldMember != "" {
+	if c.oldMember != "" {
 		u.permits, u.permitMember = 0, ""
 	}
 	u.slots, u.slotBeat = int(res[3]), now
-	if needPermit {
+	if c.member != "" {
 		u.rpmCounted = int(res[1])
 		if g := int(res[0]); g > 0 {
 			u.permits, u.permitGranted = g, g
-			u.permitMember = member + ":" + strconv.Itoa(g)
+			u.permitMember = c.member + ":" + strconv.Itoa(g)
 			u.permitExp = now + l.lease
 			u.permitAt, u.admitsSinceFetch = now, 0
 		}
+	}
+	return nil
+}
+
+// fetchAdmit asks Redis for a slot and/or a batch of permits (u.mu held).
+// A refusal is returned as a *Denied; err is a Redis failure.
+// Slots beyond keepSlots go back.
+func (l *Limiter) fetchAdmit(ctx context.Context, u *user, now int64, needSlot, needPermit bool, keepSlots int) (*Denied, error) {
+	c := l.admitArgs(u, now, needSlot, needPermit, keepSlots)
+	ctx, cancel := l.rctx(ctx)
+	defer cancel()
+	res, err := admitScript.Run(ctx, l.rdb, c.keys, c.args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("lease permits and slots: %w", err)
+	}
+	if err := l.applyAdmit(u, now, &c, res); err != nil {
+		return nil, err
 	}
 	if res[5] == 1 {
 		return l.denyConcurrency(u, now), nil
@@ -117,6 +141,13 @@ func (l *Limiter) tokenCall(ctx context.Context, u *user, now int64, keep, need,
 	if res[0] < 0 {
 		return errors.New("lease tokens: counter missing after initialisation")
 	}
+	l.applyToken(u, now, want, res)
+	return nil
+}
+
+// applyToken records a tokenScript reply for the current period in u
+// (u.mu held): the charges sent are in Redis now.
+func (l *Limiter) applyToken(u *user, now, want int64, res []int64) {
 	u.pend, u.lifePend = 0, 0
 	u.free += res[0]
 	u.used, u.others, u.life = res[1], res[2], res[3]
@@ -124,29 +155,37 @@ func (l *Limiter) tokenCall(ctx context.Context, u *user, now int64, keep, need,
 	if want > 0 {
 		u.tokAt, u.chargedTok = now, 0
 	}
+}
+
+// tokenArgs prepares a tokenScript call for u's counter key (u.mu held):
+// the current period's pushes every pending charge, the previous one's
+// only its period charge.
+func (l *Limiter) tokenArgs(u *user, key string, now, keep, need, want, extra, initUsed, initLife int64) ([]string, []any) {
+	charge, lifeCharge := u.pend, u.lifePend
+	keyTTL := (u.periodEnd-now)/msNs + int64(24*time.Hour/time.Millisecond)
+	if key != u.tokKey {
+		charge, lifeCharge = u.oldPend, 0
+		keyTTL = int64(24 * time.Hour / time.Millisecond)
+	}
+	return []string{key, u.lifeKey}, []any{now / msNs, l.o.Replica, u.lim.TokenBudget, charge, lifeCharge, keep,
+		need, want, extra, l.slotTTL() / msNs, keyTTL, initUsed, initLife}
+}
+
+// checkToken validates a tokenScript reply.
+func checkToken(res []int64) error {
+	if len(res) != 4 && !(len(res) == 1 && res[0] == -1) {
+		return errors.New("lease tokens: bad script reply")
+	}
 	return nil
 }
 
 func (l *Limiter) tokenRun(ctx context.Context, u *user, key string, now, keep, need, want, extra, initUsed, initLife int64) ([]int64, error) {
-	charge, lifeCharge := u.pend, u.lifePend
-	if key != u.tokKey {
-		charge, lifeCharge = u.oldPend, 0
-	}
-	keyTTL := (u.periodEnd-now)/msNs + int64(24*time.Hour/time.Millisecond)
-	if key != u.tokKey {
-		keyTTL = int64(24 * time.Hour / time.Millisecond)
-	}
-	budget := u.lim.TokenBudget
+	keys, args := l.tokenArgs(u, key, now, keep, need, want, extra, initUsed, initLife)
 	ctx, cancel := l.rctx(ctx)
 	defer cancel()
-	res, err := tokenScript.Run(ctx, l.rdb, []string{key, u.lifeKey},
-		now/msNs, l.o.Replica, budget, charge, lifeCharge, keep, need, want, extra,
-		l.slotTTL()/msNs, keyTTL, initUsed, initLife).Int64Slice()
+	res, err := tokenScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("lease tokens: %w", err)
 	}
-	if len(res) != 4 && !(len(res) == 1 && res[0] == -1) {
-		return nil, errors.New("lease tokens: bad script reply")
-	}
-	return res, nil
+	return res, checkToken(res)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -323,6 +324,30 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
+// scriptHook counts round trips that run scripts (a new connection's
+// handshake is not one).
+type scriptHook struct{ n *atomic.Int64 }
+
+func isScript(c redis.Cmder) bool { return strings.HasPrefix(c.Name(), "eval") }
+
+func (scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScript(cmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, isScript) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
 func TestFleet_PeriodRollover(t *testing.T) {
 	r := testsvc.StartRedis(t)
 	testRollover(t, func(clk *clock) *Limiter {
@@ -484,5 +509,42 @@ func TestFleet_ExpiredLeaseIsNotSpent(t *testing.T) {
 	}
 	if err := spend(t, a, p, 1); deniedKind(t, err) != KindTokens {
 		t.Fatalf("a spent a lease Redis no longer counts: %v", err)
+	}
+}
+
+func TestFleet_MaintenanceIsPipelined(t *testing.T) {
+	_, clk, ls := replicas(t, 2, Options{})
+	a, b := ls[0], ls[1]
+	var calls atomic.Int64
+	a.rdb.AddHook(scriptHook{&calls})
+	const users = 300
+	lim := auth.Limits{MaxConcurrent: 1, TokenBudget: 1000}
+	ctx := context.Background()
+	for id := range int64(users) {
+		if err := spend(t, a, principal(1000+id, lim), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := spend(t, b, principal(1000, lim), 0); deniedKind(t, err) != KindConcurrency {
+		t.Fatalf("b took a slot a keeps: %v", err)
+	}
+	clk.Add(time.Second)
+	before := calls.Load()
+	a.tick(ctx) // every user's free slot and lease back, charges pushed
+	if n := calls.Load() - before; n != (users+maintainChunk-1)/maintainChunk {
+		t.Fatalf("maintenance of %d users took %d round trips; want one per %d", users, n, maintainChunk)
+	}
+	for id := range int64(users) {
+		if err := spend(t, b, principal(1000+id, lim), 990); err != nil {
+			t.Fatalf("user %d on b: %v", id, err)
+		}
+	}
+	b.tick(ctx)
+	r, err := a.Usage(ctx, 1000+users-1, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensUsed != 1000 {
+		t.Fatalf("usage %+v; want a's 10 and b's 990", r)
 	}
 }

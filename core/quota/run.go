@@ -111,52 +111,6 @@ func (l *Limiter) reconcile(ctx context.Context, u *user, now int64) error {
 	return nil
 }
 
-// maintain returns expired leases, refreshes held ones and pushes
-// charges; final returns everything not in use (shutdown).
-func (l *Limiter) maintain(ctx context.Context, now int64, final bool) {
-	l.eachUser(func(u *user) bool {
-		if err := l.maintainUser(ctx, u, now, final); err != nil {
-			l.trip(ctx, err)
-			return false
-		}
-		return true
-	})
-}
-
-func (l *Limiter) maintainUser(ctx context.Context, u *user, now int64, final bool) error {
-	if final && u.permits > 0 {
-		u.permitExp = now
-	}
-	permitsBack := u.permits > 0 && now >= u.permitExp
-	keep := u.slots
-	if final || now-u.slotUse >= l.lease {
-		keep = u.inFlight
-	}
-	slotsDue := u.slots > 0 && (keep != u.slots || now-u.slotBeat >= l.lease)
-	if permitsBack || slotsDue {
-		if _, err := l.fetchAdmit(ctx, u, now, false, false, keep); err != nil {
-			return err
-		}
-	}
-	if err := l.flushOld(ctx, u, now); err != nil {
-		return err
-	}
-	dropFree := u.free > 0 && (final || now-u.tokAt >= l.lease)
-	beat := u.resv+u.free > 0 && now-u.tokBeat >= l.lease
-	if u.pend == 0 && u.lifePend == 0 && !dropFree && !beat {
-		return nil
-	}
-	tokKeep, saved := u.resv+u.free, u.free
-	if dropFree {
-		tokKeep, u.free = u.resv, 0
-	}
-	if err := l.tokenCall(ctx, u, now, tokKeep, 0, 0, 0); err != nil {
-		u.free = saved
-		return err
-	}
-	return nil
-}
-
 // flushOld pushes charges left from the previous period to its counter;
 // they are dropped when that counter is gone.
 func (l *Limiter) flushOld(ctx context.Context, u *user, now int64) error {
