@@ -124,4 +124,6 @@
 // allocation: Tickets are pooled (a finished ticket waits in a small
 // per-shard ring before reuse, so a repeated Done stays a no-op) and the
 // leases live in memory. BenchmarkAdmitReserveDone measures both modes.
+// Run's upkeep (returns, refreshes, pushed charges) takes one pipelined
+// round trip per 128 users that need it.
 package quota
