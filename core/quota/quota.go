@@ -379,7 +379,7 @@ func (t *Ticket) Reserve(ctx context.Context, min, want int64) (granted int64, e
 	}
 	if t.period != u.period {
 		// Admitted in the previous period: the reservation belongs to this one.
-		t.resv, t.period = 0, u.period
+		t.resv, t.period, t.leased = 0, u.period, false
 	}
 	if t.resv == 0 {
 		u.reservers++
@@ -445,21 +445,12 @@ func (l *Limiter) reserveDown(u *user, now int64, min, want int64) (int64, *Deni
 
 // fairShare grants want when avail covers it; otherwise the requests in
 // flight share what is left: each new one gets avail/(others+1), at least
-// min, never more than avail.
-func fairShare(min, want, avail int64, others int) int64 {
+// need, never more than avail.
+func fairShare(need, want, avail int64, others int) int64 {
 	if avail >= want {
 		return want
 	}
-	g := avail / int64(others+1)
-	g = max(g, min)
-	return minI(g, avail)
-}
-
-func minI(a, b int64) int64 {
-	if a < b {
-		return a
-	}
-	return b
+	return min(max(avail/int64(others+1), need), avail)
 }
 
 // Done settles the request with the tokens really used (which may exceed
