@@ -355,7 +355,8 @@ func (t *Ticket) Status() Status { return t.status }
 // (min = estimated input + 1; want = input + max output). It never grants
 // more than remains; when what remains cannot cover want, requests in
 // flight share it (each gets at least min or is refused). granted < min
-// is a *Denied{Kind: "tokens"}.
+// is a *Denied{Kind: "tokens"}; the ticket still holds its slot, so the
+// caller calls Done(0) after a refusal as after any other end.
 func (t *Ticket) Reserve(ctx context.Context, min, want int64) (granted int64, err error) {
 	l, u := t.l, t.u
 	if want < min {
