@@ -124,8 +124,10 @@ func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Back
 	inCfg := map[string]bool{}
 	for _, b := range cfgBackends {
 		inCfg[b.Name] = true
+		// No status: a new row is enabled, an existing one keeps what an
+		// admin set (a drained backend stays drained across a restart).
 		sb := store.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: b.MaxConcurrent, Models: b.Models,
-			Status: store.BackendEnabled, FromConfig: true}
+			FromConfig: true}
 		if err := st.UpsertBackend(ctx, &sb); err != nil {
 			return nil, fmt.Errorf("write backend %s to the store: %w", b.Name, err)
 		}

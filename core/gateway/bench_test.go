@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testsvc"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
@@ -31,6 +32,30 @@ func BenchmarkChat(b *testing.B) {
 		})
 		b.Run("direct/"+tc.name, func(b *testing.B) {
 			benchPost(b, e.vllmURL+"/v1/chat/completions", tc.body, "")
+		})
+	}
+}
+
+// BenchmarkChatQuota is BenchmarkChat/gateway/plain for a user whose
+// limits are all on (RPM, concurrency, token budget; far from reached),
+// with the counters in memory (one gateway) and in Redis (leased to the
+// replica): the cost of quotas on the request path, beside "unlimited"
+// (the admin key: no limit to check) in the same run.
+func BenchmarkChatQuota(b *testing.B) {
+	t := &testing.T{}
+	body := []byte(`{"model":"` + vllmModel + `","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell me about gateways"}],"temperature":0.7,"max_tokens":64}`)
+	limits := map[string]any{"rpm_limit_override": 1000000, "max_concurrent_override": 1000, "token_budget_override": int64(1e15)}
+	for _, tc := range []struct{ name, yaml string }{
+		{"memory", ""},
+		{"redis", "redis: {addr: " + testsvc.StartRedis(b).Addr + "}\n"},
+	} {
+		e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "log: {level: warn}\n"+tc.yaml)
+		_, k := newUser(b, e.base, "bench", "staff", limits, nil)
+		b.Run(tc.name+"/unlimited", func(b *testing.B) {
+			benchPost(b, e.base+"/v1/chat/completions", body, "Bearer "+adminKey)
+		})
+		b.Run(tc.name+"/limited", func(b *testing.B) {
+			benchPost(b, e.base+"/v1/chat/completions", body, "Bearer "+k.FullKey)
 		})
 	}
 }
