@@ -86,7 +86,8 @@ func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsP
 	if cfg.Redis.Addr != "" {
 		t := cfg.Redis.Timeout.D()
 		a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
-			DB: cfg.Redis.DB, DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, MaxRetries: -1})
+			DB: cfg.Redis.DB, DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, MaxRetries: -1,
+			DialerRetries: 1}) // the default 5 dial retries made each call wait ~0.5 s while Redis is down
 		rc = a.rdb
 	}
 	a.authn = accounts.New(accounts.Options{Store: a.st, Redis: rc, CacheTTL: cfg.Accounts.KeyCacheTTL.D(), Log: log})
