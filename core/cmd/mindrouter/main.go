@@ -113,7 +113,7 @@ func serve(args []string) error {
 	if k := g.GeneratedAdminKey; k != "" {
 		fmt.Fprintf(os.Stderr, "\nThe store had no admin key; generated one (shown once, kept in the store):\n\n    export ADMIN_API_KEY=%s\n\n", k)
 	} else if os.Getenv("ADMIN_API_KEY") == "" {
-		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; the store already has admin keys. A new one: mindrouter admin keys create --user admin\n\n")
+		fmt.Fprintf(os.Stderr, "\nADMIN_API_KEY not set; the store already has admin keys. A new one: mindrouter admin keys create admin --scopes inference,admin,audit\n\n")
 	}
 	log.Info("mindrouter listening", "addr", g.Addr.String())
 	// The generated key was shown once above; the hint names it by variable.
