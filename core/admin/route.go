@@ -27,6 +27,7 @@ var routes = buildRoutes([]route{
 	{method: "PATCH", pattern: "/api/admin/users/{user_id}", fn: (*Handler).updateUser},
 	{method: "DELETE", pattern: "/api/admin/users/{user_id}", fn: (*Handler).deleteUser},
 	{method: "POST", pattern: "/api/admin/users/{user_id}/api-keys", fn: (*Handler).createUserKey},
+	{method: "POST", pattern: "/api/admin/users/{user_id}/api-keys/import", fn: (*Handler).importUserKey},
 
 	{method: "GET", pattern: "/api/admin/api-keys", fn: (*Handler).listKeys},
 	{method: "POST", pattern: "/api/admin/api-keys/{key_id}/revoke", fn: (*Handler).revokeKey},

@@ -20,6 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/accounts"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
 )
 
@@ -389,5 +390,41 @@ func TestAccounts_EmbeddedStoreSurvivesRestart(t *testing.T) {
 	}
 	if rep.TokensUsed < spent || rep.LifetimeTokens < spent {
 		t.Errorf("after restart: used %d lifetime %d, want >= %d", rep.TokensUsed, rep.LifetimeTokens, spent)
+	}
+}
+
+// A key imported from the reference implementation (its prefix and
+// Argon2id hash) authenticates; another key with the same prefix does not.
+func TestAccounts_ImportedArgon2Key(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	uid, _ := newUser(t, e.base, "frank", "staff", nil, nil)
+	key, _, _, err := accounts.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	phc, err := accounts.HashArgon2id(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"name": "from-reference", "key_prefix": key[:accounts.PrefixLen], "key_hash": phc}
+	var kv struct {
+		Imported bool `json:"imported"`
+	}
+	if st := callAPI(t, e.base, adminKey, "POST", fmt.Sprintf("/api/admin/users/%d/api-keys/import", uid), body, &kv); st != 200 && st != 201 || !kv.Imported {
+		t.Fatalf("import: %d %+v", st, kv)
+	}
+	ctx := context.Background()
+	c := client(e, key)
+	if _, err := c.Chat.Completions.New(ctx, chatParams(vllmModel, "hi")); err != nil {
+		t.Fatalf("imported key: %v", err)
+	}
+	forged := key[:accounts.PrefixLen] + strings.Repeat("x", accounts.KeyLen-accounts.PrefixLen)
+	cf := client(e, forged)
+	if _, err := cf.Chat.Completions.New(ctx, chatParams(vllmModel, "hi")); statusOf(err) != 401 {
+		t.Errorf("a forged key with the imported key's prefix: %v, want 401", err)
+	}
+	bad := map[string]any{"name": "x", "key_prefix": key[:accounts.PrefixLen], "key_hash": "$argon2id$nope"}
+	if st := callAPI(t, e.base, adminKey, "POST", fmt.Sprintf("/api/admin/users/%d/api-keys/import", uid), bad, nil); st != 400 {
+		t.Errorf("malformed hash: %d, want 400", st)
 	}
 }

@@ -45,6 +45,8 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
                  [--weight W|default]      (default: back to the group's value)
   users delete   USER
   keys create    USER [--name NAME] [--scopes inference,admin,audit] [--expires TIME|never]
+  keys import    USER --prefix mr2_XXXXXXXX --hash '$argon2id$…' [--name NAME] [--scopes …] [--expires …]
+                 a key from another system (the reference's api_keys row), kept as Argon2id
                  prints the key once: it is stored only as a hash
   keys list      [--user USER] [--status active|revoked|expired] [--search TEXT]
   keys revoke    KEY_ID
@@ -290,6 +292,15 @@ var adminCommands = map[string]adminCommand{
 			}
 			return jsonReq("POST", fmt.Sprintf("/api/admin/users/%d/api-keys", id), body), err
 		}, show: showNewKey},
+	"keys import": {args: 1, flags: fieldSpecs{{"name", "name", "string"}, {"prefix", "key_prefix", "string"}, {"hash", "key_hash", "string"},
+		{"scopes", "scopes", "csv"}, {"expires", "expires_at", "time"}},
+		build: func(ctx context.Context, a *adminEnv, args []string, body map[string]any) (admin.Request, error) {
+			id, err := userID(ctx, a.st, args[0])
+			if _, ok := body["name"]; !ok {
+				body["name"] = "imported"
+			}
+			return jsonReq("POST", fmt.Sprintf("/api/admin/users/%d/api-keys/import", id), body), err
+		}, show: showObject},
 	"keys list": {flags: fieldSpecs{{"user", "", "string"}, {"status", "", "string"}, {"search", "", "string"}, {"skip", "", "string"}, {"limit", "", "string"}},
 		build: func(ctx context.Context, a *adminEnv, _ []string, q map[string]any) (admin.Request, error) {
 			v := url.Values{"limit": {"1000"}}
