@@ -52,6 +52,9 @@ type Outcome struct {
 	Stream    bool
 
 	KeyID, User, Group string
+	UserID             int64
+	ClientIP           string // after the trusted-proxy rules
+	UserAgent          string
 
 	Backend  string // the last backend tried ("" when none was)
 	Attempts int    // backend attempts made
@@ -68,9 +71,23 @@ type Outcome struct {
 	Duration time.Duration
 	Stages   [NumStages]time.Duration
 
-	BytesIn  int64 // request body
-	BytesOut int64 // response body or stream bytes
-	Chunks   int   // stream writes
+	BytesIn  int64         // request body
+	BytesOut int64         // response body or stream bytes
+	Chunks   int           // stream writes
+	TTFT     time.Duration // a stream's first byte to the client after Start (0: none)
+
+	// Request and Response are the client's request body and the
+	// response sent (for a stream, its first bytes), as far as the server
+	// kept them; they alias server buffers and are valid only during
+	// Observe. ResponseCut: the response was longer than what was kept.
+	Request, Response []byte
+	ResponseCut       bool
+
+	// Backend placement, when known: the backend's node and GPU indices,
+	// and the scheduler's decision as JSON.
+	Node     string
+	GPUs     string
+	Decision []byte
 }
 
 // Reset clears o for reuse.
