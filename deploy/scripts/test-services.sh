@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs the real servers the tests start on loopback (Redis, MariaDB)
+# Installs the real servers the tests start on loopback (Redis, MariaDB,
+# ClickHouse)
 # when they are missing. Debian packages; run as root or with sudo. The
 # tests start and stop their own server processes (core/internal/testsvc);
 # the packages' system services are not used.
@@ -7,6 +8,7 @@ set -eu
 need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || need="$need mariadb-server"
+{ command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/sbin/clickhouse-server ]; } || need="$need clickhouse-server"
 [ -z "$need" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
