@@ -39,6 +39,7 @@ type Config struct {
 	Redis     Redis     `yaml:"redis"`
 	Accounts  Accounts  `yaml:"accounts"`
 	Quota     Quota     `yaml:"quota"`
+	Audit     Audit     `yaml:"audit"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -201,6 +202,48 @@ type Quota struct {
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 }
 
+// Audit configures the record of every request.
+type Audit struct {
+	// Enabled records requests (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Spool is the directory of the write-ahead spool (relative to the
+	// config file; default data/audit-spool).
+	Spool string `yaml:"spool"`
+	// ClickHouse receives the records; without addresses they go to the
+	// embedded sink, an SQLite file (Embedded, default data/audit.db).
+	ClickHouse AuditClickHouse `yaml:"clickhouse"`
+	Embedded   string          `yaml:"embedded"`
+	// Content keeps request and response bodies in the record (default
+	// true), each cut at MaxContentBytes (default 65536).
+	Content         *bool `yaml:"content"`
+	MaxContentBytes int   `yaml:"max_content_bytes"`
+	// TrustedProxies are the CIDR prefixes of proxies whose
+	// X-Forwarded-For names the client; otherwise the peer address is.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// AuditClickHouse is a ClickHouse server (native protocol).
+type AuditClickHouse struct {
+	Addr     []string `yaml:"addr"` // host:9000
+	Database string   `yaml:"database"`
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
+}
+
+// AuditOn reports audit.enabled (default true).
+func (c *Config) AuditOn() bool { return c.Audit.Enabled == nil || *c.Audit.Enabled }
+
+// AuditContent reports audit.content (default true).
+func (c *Config) AuditContent() bool { return c.Audit.Content == nil || *c.Audit.Content }
+
+// Path resolves a path of the config against the config file's directory.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
 // Duration is a time.Duration written as "30s", "5m".
 type Duration time.Duration
 
@@ -252,6 +295,8 @@ func Default() *Config {
 		Store:     Store{Driver: "sqlite", DSN: "data/mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
 		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
+		Audit: Audit{Spool: "data/audit-spool", Embedded: "data/audit.db", MaxContentBytes: 64 << 10,
+			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
 		dir: ".",
@@ -424,6 +469,22 @@ func (c *Config) Validate() error {
 	}
 	if c.Quota.DefaultMaxTokens < 1 {
 		add("quota.default_max_tokens: must be >= 1")
+	}
+	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
+		add("audit.max_content_bytes: must be between 0 and 16777216")
+	}
+	if c.AuditOn() && c.Audit.Spool == "" {
+		add("audit.spool: required while audit is on")
+	}
+	for i, a := range c.Audit.ClickHouse.Addr {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			add("audit.clickhouse.addr[%d]: %q is not host:port", i, a)
+		}
+	}
+	for i, a := range c.Audit.TrustedProxies {
+		if _, err := netip.ParsePrefix(a); err != nil {
+			add("audit.trusted_proxies[%d]: %q is not a CIDR prefix", i, a)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

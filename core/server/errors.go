@@ -168,8 +168,11 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 	if ctx != nil && ex.watch.stole {
 		ctx.SetConnectionClose()
 	}
-	for _, obs := range s.observers {
-		obs.Observe(o)
+	if len(s.observers) > 0 {
+		ex.fillAudit(ctx)
+		for _, obs := range s.observers {
+			obs.Observe(o)
+		}
 	}
 	s.logRequest(ex)
 	ex.release()

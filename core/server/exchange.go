@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -37,8 +38,10 @@ type exchange struct {
 	watch  watcher
 
 	principal auth.Principal
-	ticket    Ticket // the limiter's hold, nil when none
-	estIn     int64  // the input-token estimate of the budget reservation
+	ip        netip.Addr // the client, for the audit (client.go)
+	ua, resp  []byte     // user agent; a stream's first bytes (audit)
+	ticket    Ticket     // the limiter's hold, nil when none
+	estIn     int64      // the input-token estimate of the budget reservation
 	// maxOutput caps the request's output tokens to what its token
 	// budget reservation covers (0: no cap); sent as abi.MetaMaxOutput.
 	maxOutput int
@@ -127,6 +130,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.route = route{}
 	ex.principal = auth.Principal{}
 	ex.ticket, ex.estIn, ex.maxOutput = nil, 0, 0
+	ex.ip, ex.ua, ex.resp = netip.Addr{}, ex.ua[:0], ex.resp[:0]
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
 	ex.req = plugcall.Request{}

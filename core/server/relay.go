@@ -231,6 +231,12 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 	if len(p) == 0 {
 		return true // an empty chunk would end the HTTP body
 	}
+	if ex.out.TTFT == 0 {
+		ex.out.TTFT = time.Since(ex.start)
+	}
+	if ex.s.keep > 0 {
+		ex.keepResponse(p)
+	}
 	if _, err := w.Write(p); err != nil {
 		ex.clientGone, ex.werr = true, err
 		return false

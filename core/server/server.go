@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -63,6 +64,11 @@ type Server struct {
 	buffered   atomic.Int64 // request body bytes held by all requests
 	metricsKey []byte
 
+	// keep is how much request and response content the observers get
+	// (audit.max_content_bytes; 0: none); proxies are audit.trusted_proxies.
+	keep    int
+	proxies []netip.Prefix
+
 	fetcher *fetchguard.Fetcher // nil: images.fetch is off
 	tokens  *tokens.Counter
 
@@ -100,6 +106,10 @@ func New(ctx context.Context, o Options) *Server {
 		s.metricsKey = []byte(k)
 	}
 	s.tokens = tokens.New(o.Config.Limits.TokenizeMaxChars)
+	if len(s.observers) > 0 && o.Config.AuditContent() {
+		s.keep = o.Config.Audit.MaxContentBytes
+	}
+	s.proxies = parseProxies(o.Config.Audit.TrustedProxies)
 	var err error
 	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
 		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))
@@ -173,6 +183,9 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	ex := s.exchanges.Get().(*exchange)
 	ex.begin(s, ctx)
 	defer s.recoverPanic(ctx, ex)
+	if len(s.observers) > 0 {
+		ex.noteClient(ctx)
+	}
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
 	if s.admin != nil && s.admin.Handles(ctx.Path()) {
 		s.serveAdmin(ctx, ex)

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"bytes"
+	"net/netip"
+
+	"github.com/valyala/fasthttp"
+)
+
+// parseProxies reads audit.trusted_proxies (validated with the config).
+func parseProxies(list []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range list {
+		if p, err := netip.ParsePrefix(a); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+func trusted(proxies []netip.Prefix, a netip.Addr) bool {
+	for _, p := range proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientAddr is the client's address for the audit: the peer, or, when
+// the peer is a trusted proxy, the right-most address of X-Forwarded-For
+// that is not a trusted proxy (addresses left of it are the client's own
+// claims and cannot be believed).
+func clientAddr(ctx *fasthttp.RequestCtx, proxies []netip.Prefix) netip.Addr {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	peer = peer.Unmap()
+	if len(proxies) == 0 || !trusted(proxies, peer) {
+		return peer
+	}
+	xff := ctx.Request.Header.Peek("X-Forwarded-For")
+	for len(xff) > 0 {
+		i := bytes.LastIndexByte(xff, ',')
+		part := bytes.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		a, err := netip.ParseAddr(string(part))
+		if err != nil {
+			return peer // a malformed hop: trust nothing beyond the proxy
+		}
+		a = a.Unmap()
+		if !trusted(proxies, a) {
+			return a
+		}
+		if i < 0 {
+			return a
+		}
+	}
+	return peer
+}
+
+// noteClient keeps what the audit needs from the request's headers (the
+// exchange outlives a stream's RequestCtx).
+func (ex *exchange) noteClient(ctx *fasthttp.RequestCtx) {
+	ex.ip = clientAddr(ctx, ex.s.proxies)
+	ex.ua = append(ex.ua[:0], ctx.UserAgent()...)
+	if len(ex.ua) > 512 {
+		ex.ua = ex.ua[:512]
+	}
+}
+
+// keepResponse keeps the start of a streamed response for the audit, up
+// to audit.max_content_bytes.
+func (ex *exchange) keepResponse(p []byte) {
+	room := ex.s.keep - len(ex.resp)
+	if room <= 0 {
+		ex.out.ResponseCut = true
+		return
+	}
+	if len(p) > room {
+		p = p[:room]
+		ex.out.ResponseCut = true
+	}
+	ex.resp = append(ex.resp, p...)
+}
+
+// fillAudit completes the Outcome for the observers (finish).
+func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
+	o := &ex.out
+	if ex.ip.IsValid() {
+		o.ClientIP = ex.ip.String()
+	}
+	o.UserAgent = string(ex.ua)
+	o.UserID = ex.principal.UserID
+	keep := ex.s.keep
+	if keep <= 0 {
+		return
+	}
+	o.Request = ex.body
+	if len(o.Request) > keep {
+		o.Request = o.Request[:keep]
+	}
+	if ctx != nil && len(ex.resp) == 0 { // not a stream: the whole body is at hand
+		b := ctx.Response.Body()
+		if len(b) > keep {
+			b, o.ResponseCut = b[:keep], true
+		}
+		o.Response = b
+	} else {
+		o.Response = ex.resp
+	}
+}

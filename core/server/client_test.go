@@ -1,0 +1,55 @@
+package server
+
+import (
+	"net"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestClientAddr(t *testing.T) {
+	proxies := parseProxies([]string{"10.0.0.0/8", "192.168.1.1/32"})
+	for _, tc := range []struct {
+		peer, xff, want string
+		proxies         bool
+	}{
+		{"203.0.113.9", "", "203.0.113.9", true},
+		{"203.0.113.9", "1.2.3.4", "203.0.113.9", true},   // an untrusted peer's header is ignored
+		{"10.1.2.3", "198.51.100.7", "198.51.100.7", true}, // through one proxy
+		{"10.1.2.3", "6.6.6.6, 198.51.100.7, 192.168.1.1", "198.51.100.7", true},
+		{"10.1.2.3", "", "10.1.2.3", true},
+		{"10.1.2.3", "10.9.9.9", "10.9.9.9", true}, // only proxies: the left-most hop
+		{"10.1.2.3", "junk, 198.51.100.7", "198.51.100.7", true},
+		{"10.1.2.3", "198.51.100.7, junk", "10.1.2.3", true}, // a malformed hop next to the proxy
+		{"10.1.2.3", "198.51.100.7", "10.1.2.3", false},     // no trusted proxies configured
+		{"::ffff:10.1.2.3", "2001:db8::1", "2001:db8::1", true},
+	} {
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.ParseIP(tc.peer), Port: 1}, nil)
+		if tc.xff != "" {
+			ctx.Request.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		p := proxies
+		if !tc.proxies {
+			p = nil
+		}
+		if got := clientAddr(&ctx, p).String(); got != tc.want {
+			t.Errorf("peer %s xff %q: %s, want %s", tc.peer, tc.xff, got, tc.want)
+		}
+	}
+}
+
+func TestKeepResponse(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.keep = 10
+	ex := newEx(s, nil)
+	ex.keepResponse([]byte("hello "))
+	if ex.out.ResponseCut {
+		t.Fatal("cut too early")
+	}
+	ex.keepResponse([]byte("world!"))
+	ex.keepResponse([]byte("more"))
+	if string(ex.resp) != "hello worl" || !ex.out.ResponseCut {
+		t.Errorf("kept %q cut %v", ex.resp, ex.out.ResponseCut)
+	}
+}
