@@ -42,7 +42,10 @@ type Backend struct {
 	waiting  atomic.Int64 // requests waiting for a slot
 	adapter  atomic.Pointer[pluginhost.Plugin]
 	status   atomic.Pointer[Status]
-	state    atomic.Uint32 // an admin's choice: stateEnabled, stateDisabled, stateDraining
+	state    atomic.Uint32            // an admin's choice: stateEnabled, stateDisabled, stateDraining
+	priority atomic.Int64             // an admin's preference (SetPriority)
+	tel      telemetry                // latency and throughput EMAs (telemetry.go)
+	gpu      atomic.Pointer[GPUStats] // its GPUs' figures from the sidecar; nil: unknown (sidecar.go)
 }
 
 // Admin states of a backend. A disabled or draining backend gets no new
@@ -68,6 +71,13 @@ func (b *Backend) SetState(s string) error {
 
 // State is the admin state's name.
 func (b *Backend) State() string { return stateNames[b.state.Load()] }
+
+// SetPriority sets the admin priority (store.Backend.Priority): among
+// backends that can serve a request, scoring prefers higher priorities.
+func (b *Backend) SetPriority(p int) { b.priority.Store(int64(p)) }
+
+// Priority is the admin priority (0 unless set).
+func (b *Backend) Priority() int { return int(b.priority.Load()) }
 
 // Status is what the last discovery round found. Immutable once published.
 type Status struct {
@@ -358,10 +368,24 @@ func (s *Status) Serves(model string) bool {
 	return ok
 }
 
+// Model returns what discovery knows about model, found as Serves finds
+// it (an Ollama backend's "name:latest" answers to "name").
+func (s *Status) Model(model string) (canon.DiscoveredModel, bool) {
+	if m, ok := s.Models[model]; ok {
+		return m, true
+	}
+	if full, ok := s.aliases[model]; ok {
+		m, ok := s.Models[full]
+		return m, ok
+	}
+	return canon.DiscoveredModel{}, false
+}
+
 // Registry holds every backend. Safe for concurrent use.
 type Registry struct {
 	backends []*Backend
 	byName   map[string]*Backend
+	sidecars atomic.Pointer[sidecarSet] // the GPU nodes (SetNodes); nil: none
 }
 
 // NewRegistry builds the backends of cfg.

@@ -53,9 +53,15 @@ func (d *Discoverer) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Round probes every backend once, concurrently.
+// Round probes every backend once, concurrently, and polls every node's
+// GPU sidecar once (SetNodes).
 func (d *Discoverer) Round(ctx context.Context) {
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.pollSidecars(ctx)
+	}()
 	for _, b := range d.reg.backends {
 		wg.Add(1)
 		go func() {
