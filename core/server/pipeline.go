@@ -104,7 +104,12 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 	}
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
-	hints := plugcall.Hints{ContextLength: b.Status().Models[ex.req.Model].ContextLength, MaxOutput: ex.maxOutput}
+	ctxLen := b.Status().Models[ex.req.Model].ContextLength
+	ctxCap, err := ex.contextCap(ctxLen)
+	if err != nil {
+		return err
+	}
+	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap)}
 	ex.fused = ex.aver == ex.tver && !ex.decoded
 	if ex.fused {
 		err := ex.withImages(func() error {

@@ -105,6 +105,9 @@ func (c *Counter) Chat(req *canon.ChatRequest) (int, error) {
 			add(tc.Arguments)
 		}
 	}
+	for _, p := range req.Prompt { // a legacy text completion
+		add(p)
+	}
 	for i := range req.Tools {
 		add(req.Tools[i].Name)
 		add(req.Tools[i].Description)

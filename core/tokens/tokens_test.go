@@ -72,3 +72,16 @@ func BenchmarkText(b *testing.B) {
 		}
 	}
 }
+
+// A legacy text completion's prompt counts as input.
+func TestChat_Prompt(t *testing.T) {
+	c := New(1 << 20)
+	n0, err := c.Chat(&canon.ChatRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Chat(&canon.ChatRequest{Prompt: []string{"hello world, hello world"}})
+	if err != nil || n-n0 < 5 {
+		t.Errorf("prompt counted %d (base %d): %v", n, n0, err)
+	}
+}

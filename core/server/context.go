@@ -1,0 +1,86 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/tokens"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// Context capping. A request whose input and requested output come near
+// the model's context window on the chosen backend is counted with the
+// gateway's tokenizer (core/tokens: tiktoken cl100k, offline): an input
+// that does not fit is a 400 in the client's dialect before any backend
+// is called, and the output is capped to what fits, so the backend does
+// not refuse max_tokens or stop mid-way for lack of room. Far from the
+// limit (the common case) nothing is counted: the quick byte estimate
+// decides, at no cost.
+//
+// The generic tokenizer is not the model's: the margin absorbs the
+// difference (ctxMarginPct of the input, plus ctxMarginTokens for the
+// chat template).
+const (
+	ctxMarginPct    = 10
+	ctxMarginTokens = 16
+	// nearFraction: an estimate above this share of the window is counted.
+	nearNum, nearDen = 3, 4
+)
+
+// contextCap returns the output cap for a request on a backend whose
+// model has a context window of ctxLen tokens (0: unknown), or 0 for no
+// cap; it may decode the request (the unfused path) to count it.
+func (ex *exchange) contextCap(ctxLen int) (int, error) {
+	if ctxLen <= 0 || ex.route.kind != sdk.EndpointChat {
+		return 0, nil
+	}
+	est := ex.estIn
+	if est == 0 {
+		est = inputEstimate(ex.body)
+		ex.estIn = est
+	}
+	want := int64(ex.req.MaxTokens)
+	if (est+max(want, 0))*nearDen < int64(ctxLen)*nearNum {
+		return 0, nil
+	}
+	if !ex.decoded {
+		if err := ex.decodeRequest(); err != nil {
+			return 0, err
+		}
+	}
+	var req canon.ChatRequest
+	if err := req.DecodeJSON(ex.canon); err != nil {
+		return 0, pluginFailure(err)
+	}
+	n, err := ex.s.tokens.Chat(&req)
+	switch {
+	case errors.Is(err, tokens.ErrTooLong):
+		n = int(est) // beyond what the gateway counts: the estimate decides
+	case err != nil:
+		return 0, nil // no tokenizer: leave it to the backend
+	}
+	room := ctxLen - n - n*ctxMarginPct/100 - ctxMarginTokens
+	if room < 1 {
+		e := apierr.New(canon.ErrInvalidRequest, "context_length_exceeded",
+			"the input is about "+itoa(int64(n))+" tokens; model "+ex.req.Model+"'s context window is "+itoa(int64(ctxLen))+
+				" tokens: shorten the input")
+		e.Param = "messages"
+		return 0, e
+	}
+	if want > 0 && want <= int64(room) {
+		return 0, nil
+	}
+	return room, nil
+}
+
+// outputCap combines the budget's cap (ex.maxOutput) with the context's.
+func outputCap(budget, context int) int {
+	switch {
+	case budget == 0:
+		return context
+	case context == 0:
+		return budget
+	}
+	return min(budget, context)
+}
