@@ -14,14 +14,14 @@ func TestClientAddr(t *testing.T) {
 		proxies         bool
 	}{
 		{"203.0.113.9", "", "203.0.113.9", true},
-		{"203.0.113.9", "1.2.3.4", "203.0.113.9", true},   // an untrusted peer's header is ignored
+		{"203.0.113.9", "1.2.3.4", "203.0.113.9", true},    // an untrusted peer's header is ignored
 		{"10.1.2.3", "198.51.100.7", "198.51.100.7", true}, // through one proxy
 		{"10.1.2.3", "6.6.6.6, 198.51.100.7, 192.168.1.1", "198.51.100.7", true},
 		{"10.1.2.3", "", "10.1.2.3", true},
 		{"10.1.2.3", "10.9.9.9", "10.9.9.9", true}, // only proxies: the left-most hop
 		{"10.1.2.3", "junk, 198.51.100.7", "198.51.100.7", true},
 		{"10.1.2.3", "198.51.100.7, junk", "10.1.2.3", true}, // a malformed hop next to the proxy
-		{"10.1.2.3", "198.51.100.7", "10.1.2.3", false},     // no trusted proxies configured
+		{"10.1.2.3", "198.51.100.7", "10.1.2.3", false},      // no trusted proxies configured
 		{"::ffff:10.1.2.3", "2001:db8::1", "2001:db8::1", true},
 	} {
 		var ctx fasthttp.RequestCtx
