@@ -94,6 +94,7 @@ func StopAll() {
 	if maria.srv != nil {
 		maria.srv.stop()
 	}
+	stopClickHouse()
 }
 
 var maria struct {
