@@ -56,6 +56,11 @@ type GPUStats struct {
 // last poll, or it reported none of the backend's GPUs.
 func (b *Backend) GPU() *GPUStats { return b.gpu.Load() }
 
+// SetGPU publishes st (which must not change afterwards; nil: unknown) as
+// the backend's GPU figures, as a sidecar poll does. Polls own them in the
+// gateway; this is for tests of packages that score backends.
+func (b *Backend) SetGPU(st *GPUStats) { b.gpu.Store(st) }
+
 // sidecarSet is the polling state of the nodes given to SetNodes.
 type sidecarSet struct {
 	nodes []*nodePoller
