@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"maps"
 	"math"
 	"sync/atomic"
 	"time"
@@ -95,3 +96,30 @@ func (b *Backend) Telemetry() Telemetry {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// MarkLoaded records that model is in the backend's GPU memory now: a
+// request for it just succeeded (Ollama loads a model on its first
+// request). Scoring then prefers this backend for the model at once,
+// rather than after the next discovery round's /api/ps, so a burst of
+// requests for a cold model does not make every backend load it. The
+// next round's finding replaces the mark (Ollama evicts idle models). A
+// model already marked costs one map lookup and no allocation; otherwise
+// the status is copied, and a discovery round published meanwhile wins.
+func (b *Backend) MarkLoaded(model string) {
+	st := b.status.Load()
+	name := model
+	m, ok := st.Models[name]
+	if !ok {
+		if name, ok = st.aliases[model]; ok {
+			m, ok = st.Models[name]
+		}
+	}
+	if !ok || m.Loaded {
+		return
+	}
+	next := *st // aliases are shared: immutable, and the names do not change
+	next.Models = maps.Clone(st.Models)
+	m.Loaded = true
+	next.Models[name] = m
+	b.status.CompareAndSwap(st, &next)
+}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -121,5 +123,36 @@ func TestBackend_SetPriority(t *testing.T) {
 	b.SetPriority(7)
 	if b.Priority() != 7 {
 		t.Fatalf("priority %d, want 7", b.Priority())
+	}
+}
+
+func TestBackend_MarkLoaded(t *testing.T) {
+	r := newTestRegistry(t, `backends:
+  - {name: o, engine: ollama, url: "http://127.0.0.1:1", max_concurrent: 2}
+`)
+	o := r.Backends()[0]
+	o.SetStatus(&Status{Healthy: true, Models: map[string]canon.DiscoveredModel{
+		"llama3:latest": {Name: "llama3:latest", SizeBytes: 5 << 30},
+		"qwen3":         {Name: "qwen3"},
+	}}, testAdapter())
+	before := o.Status()
+	o.MarkLoaded("nope") // unknown: nothing to mark
+	if o.Status() != before {
+		t.Fatal("unknown model changed the status")
+	}
+	o.MarkLoaded("llama3") // the alias finds llama3:latest
+	st := o.Status()
+	if m, _ := st.Model("llama3"); !m.Loaded || m.SizeBytes != 5<<30 || !st.Healthy || !st.Serves("llama3") {
+		t.Fatalf("after MarkLoaded: %+v", st)
+	}
+	if before.Models["llama3:latest"].Loaded {
+		t.Fatal("the published status was changed in place")
+	}
+	if m, _ := st.Model("qwen3"); m.Loaded {
+		t.Fatal("another model marked")
+	}
+	o.MarkLoaded("llama3:latest") // already: no new status
+	if o.Status() != st {
+		t.Fatal("marking a loaded model published a new status")
 	}
 }
