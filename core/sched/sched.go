@@ -68,6 +68,10 @@ type Request struct {
 	// Exclude lists backends already tried by this request (retries go
 	// elsewhere when possible).
 	Exclude []*backend.Backend
+	// Decision, when the server sets it and the Admitter records
+	// decisions (FairOptions.Record), is filled with what was decided for
+	// this request (see Decision); nil: nothing is recorded.
+	Decision *Decision
 
 	lease lease // storage of the Lease Admit returns; see the package doc
 }
@@ -101,9 +105,19 @@ var ErrLeaseHeld = errors.New("sched: request already holds a lease; release it 
 type lease struct {
 	b    atomic.Pointer[backend.Backend]
 	held atomic.Bool
+	// owner, when set, is told of each release after the slot is returned
+	// (Fair hands the slot to its next waiter). Written before held is
+	// set, read after held is cleared.
+	owner releaser
 }
 
-func (l *lease) grant(b *backend.Backend) Lease {
+// releaser is an Admitter that must hear of every released slot.
+type releaser interface{ released(b *backend.Backend) }
+
+func (l *lease) grant(b *backend.Backend) Lease { return l.grantFor(b, nil) }
+
+func (l *lease) grantFor(b *backend.Backend, owner releaser) Lease {
+	l.owner = owner
 	l.b.Store(b)
 	l.held.Store(true)
 	return l
@@ -115,7 +129,11 @@ func (l *lease) Backend() *backend.Backend { return l.b.Load() }
 // Release implements Lease.
 func (l *lease) Release() {
 	if l.held.CompareAndSwap(true, false) {
-		l.b.Load().Release()
+		b := l.b.Load()
+		b.Release()
+		if l.owner != nil {
+			l.owner.released(b)
+		}
 	}
 }
 
