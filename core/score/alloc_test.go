@@ -9,8 +9,8 @@ import (
 	"github.com/mindrouter/mindrouter/core/sched"
 )
 
-// Ranking without recording allocates nothing (up to stackEntries
-// candidates), excluded backends and every figure included.
+// Ranking without recording allocates nothing (its scratch storage is
+// pooled), excluded backends and every figure included.
 func TestScorer_RankDoesNotAllocate(t *testing.T) {
 	all := benchBackends(t, 8)
 	s := New(DefaultWeights())

@@ -1,8 +1,7 @@
 // Package score places requests on backends: it filters them by hard
 // constraints and orders the rest by a weighted score. A Scorer is the
 // scheduler's sched.Placer; it does no I/O and, unless a decision is being
-// recorded, no allocation (up to 16 backends serving the model; more cost
-// one slice).
+// recorded, no allocation (its working storage is pooled).
 //
 // # Hard constraints
 //

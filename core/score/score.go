@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/sched"
@@ -92,16 +93,28 @@ type entry struct {
 	latency  float64 // seconds; 0: unknown
 	tps      float64 // tokens/s; 0: unknown
 	part     [nParts]float64
+	known    uint8 // bit k: part k was measured (always for the others than maybeUnknown)
 	score    float64
 }
 
-// stackEntries is how many candidates Rank scores without allocating.
-const stackEntries = 16
+// maybeUnknown are the parts whose figures may be missing.
+const maybeUnknown = 1<<partGPU | 1<<partLatency | 1<<partThroughput | 1<<partKV | 1<<partWaiting
+
+// scratch is one Rank call's working storage, pooled: a candidate list
+// on the stack would be zeroed on every call, and would cap how many
+// backends rank without allocating.
+type scratch struct {
+	es    []entry
+	order []int32 // indices into es, best first
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // RankFor is Rank for a request with the given needs.
 func (s *Scorer) RankFor(dst []*backend.Backend, req *sched.Request, needs Needs, all []*backend.Backend, d *sched.Decision) (ranked []*backend.Backend, known bool) {
-	var buf [stackEntries]entry
-	es := buf[:0]
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	es := sc.es[:0]
 	allTTFB := true // every candidate with a latency figure has a TTFB
 	for i, b := range all {
 		st := b.Status()
@@ -113,22 +126,43 @@ func (s *Scorer) RankFor(dst []*backend.Backend, req *sched.Request, needs Needs
 		if failed(b, st, &m, needs) != "" {
 			continue
 		}
-		e := entry{b: b, idx: i, excluded: isExcluded(req.Exclude, b)}
-		s.measure(&e, st, &m)
+		es = append(es, entry{b: b, idx: i, excluded: isExcluded(req.Exclude, b)})
+		e := &es[len(es)-1]
+		s.measure(e, st, &m)
 		if e.latency > 0 && e.ttfb == 0 {
 			allTTFB = false
 		}
-		es = append(es, e)
 	}
+	sc.es = es
 	s.normalise(es, allTTFB)
-	slices.SortFunc(es, compare)
+	order := sc.order[:0]
 	for i := range es {
+		order = append(order, int32(i))
+	}
+	sc.order = order
+	sortOrder(order, es)
+	for _, i := range order {
 		dst = append(dst, es[i].b)
 	}
 	if d != nil && d.Record {
-		s.record(d, es, req, needs, all)
+		s.record(d, es, order, req, needs, all)
 	}
+	clear(es) // drop the backend pointers held by the pool
 	return dst, known
+}
+
+// sortOrder sorts order (indices into es) best first: by insertion for
+// the usual handful of backends, else by slices.SortFunc.
+func sortOrder(order []int32, es []entry) {
+	if len(order) > 12 {
+		slices.SortFunc(order, func(i, j int32) int { return compare(&es[i], &es[j]) })
+		return
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && compare(&es[order[j]], &es[order[j-1]]) < 0; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 }
 
 // failed returns the first hard constraint b fails for model m, or "".
@@ -184,9 +218,6 @@ func isExcluded(list []*backend.Backend, b *backend.Backend) bool {
 	return false
 }
 
-// unknown marks a part nobody measured, until normalise fills it in.
-var unknown = math.NaN()
-
 // measure fills in e's parts that need no other candidate; latency and
 // throughput stay raw in e until normalise compares them.
 func (s *Scorer) measure(e *entry, st *backend.Status, m *canon.DiscoveredModel) {
@@ -198,18 +229,18 @@ func (s *Scorer) measure(e *entry, st *backend.Status, m *canon.DiscoveredModel)
 	if m.Loaded {
 		e.part[partLoaded] = 1
 	}
-	e.part[partGPU] = unknown
 	if g := b.GPU(); g != nil && g.HasUtil {
 		e.part[partGPU] = 1 - clamp01(g.Util)
+		e.known |= 1 << partGPU
 	}
 	e.part[partQueue] = 1 / (1 + float64(inflight+b.Waiting())/capacity)
 	tel := b.Telemetry()
 	e.ttfb, e.latency, e.tps = tel.TTFB.Seconds(), tel.Latency.Seconds(), tel.TokensPerSec
 	e.part[partPriority] = float64(min(max(b.Priority(), 0), MaxPriority)) / MaxPriority
-	e.part[partKV], e.part[partWaiting] = unknown, unknown
 	if st.HasLoad {
 		e.part[partKV] = 1 - clamp01(st.KVCache)
 		e.part[partWaiting] = 1 / (1 + max(st.Waiting, 0))
+		e.known |= 1<<partKV | 1<<partWaiting
 	}
 }
 
@@ -226,51 +257,56 @@ func (s *Scorer) normalise(es []entry, allTTFB bool) {
 		if allTTFB {
 			lat = e.ttfb
 		}
-		e.part[partLatency], e.part[partThroughput] = unknown, unknown
 		if lat > 0 {
 			e.part[partLatency] = lat // raw until bestLat is known
+			e.known |= 1 << partLatency
 			bestLat = min(bestLat, lat)
 		}
 		if e.tps > 0 {
 			e.part[partThroughput] = e.tps
+			e.known |= 1 << partThroughput
 			bestTPS = max(bestTPS, e.tps)
 		}
 	}
 	var sum, n [nParts]float64
 	for i := range es {
-		p := &es[i].part
-		if !math.IsNaN(p[partLatency]) {
-			p[partLatency] = bestLat / p[partLatency]
+		e := &es[i]
+		if e.known&(1<<partLatency) != 0 {
+			e.part[partLatency] = bestLat / e.part[partLatency]
 		}
-		if !math.IsNaN(p[partThroughput]) {
-			p[partThroughput] /= bestTPS
+		if e.known&(1<<partThroughput) != 0 {
+			e.part[partThroughput] /= bestTPS
 		}
-		for k, v := range p {
-			if !math.IsNaN(v) {
-				sum[k] += v
+		for k := range nParts {
+			if e.known&(1<<k) != 0 {
+				sum[k] += e.part[k]
 				n[k]++
 			}
 		}
 	}
+	var neutral [nParts]float64
+	for k := range nParts {
+		neutral[k] = 0.5
+		if n[k] > 0 {
+			neutral[k] = sum[k] / n[k]
+		}
+	}
 	for i := range es {
 		e := &es[i]
+		missing := maybeUnknown &^ e.known
 		e.score = 0
-		for k, v := range e.part {
-			if math.IsNaN(v) {
-				v = 0.5
-				if n[k] > 0 {
-					v = sum[k] / n[k]
-				}
-				e.part[k] = v
+		for k := range nParts {
+			if missing&(1<<k) != 0 {
+				e.part[k] = neutral[k]
 			}
-			e.score += s.w[k] * v
+			e.score += s.w[k] * e.part[k]
 		}
 	}
 }
 
 // compare orders entries best first: not excluded, higher score, lower
 // in-flight share, earlier in the backend list.
-func compare(x, y entry) int {
+func compare(x, y *entry) int {
 	if x.excluded != y.excluded {
 		if x.excluded {
 			return 1
@@ -289,8 +325,8 @@ func compare(x, y entry) int {
 // record appends the ranked entries, then the backends that failed a
 // constraint, to d.Candidates, reusing the storage (Parts maps included)
 // that d.Reset kept.
-func (s *Scorer) record(d *sched.Decision, es []entry, req *sched.Request, needs Needs, all []*backend.Backend) {
-	for i := range es {
+func (s *Scorer) record(d *sched.Decision, es []entry, order []int32, req *sched.Request, needs Needs, all []*backend.Backend) {
+	for _, i := range order {
 		e := &es[i]
 		c := nextCandidate(d, e.b.Name)
 		c.Score = e.score
