@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -472,4 +473,54 @@ func TestScorer_ManyBackends(t *testing.T) {
 			t.Fatalf("out of order at %d: %s", i, names(got))
 		}
 	}
+}
+
+// One Scorer ranks from many goroutines at once while the figures change
+// (the race detector checks the pooled scratch and the backends' reads);
+// every ranking holds each candidate once.
+func TestScorer_Concurrent(t *testing.T) {
+	all := benchBackends(t, 8)
+	s := New(DefaultWeights())
+	stop := make(chan struct{})
+	var writers, readers sync.WaitGroup
+	writers.Add(1)
+	go func() {
+		defer writers.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b := all[i%len(all)]
+			b.ObserveTTFB(time.Duration(1+i%50) * time.Millisecond)
+			b.SetGPU(gpuUtil(float64(i%100) / 100))
+			if b.TryAcquire() {
+				b.Release()
+			}
+		}
+	}()
+	for range 4 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			d := &sched.Decision{Record: true}
+			var dst []*backend.Backend
+			for range 500 {
+				d.Reset()
+				dst, _ = s.Rank(dst[:0], &sched.Request{Model: "m"}, all, d)
+				seen := map[*backend.Backend]bool{}
+				for _, b := range dst {
+					seen[b] = true
+				}
+				if len(dst) != len(all)-1 || len(seen) != len(dst) || len(d.Candidates) != len(all) {
+					t.Errorf("ranked %s, %d candidates", names(dst), len(d.Candidates))
+					return
+				}
+			}
+		}()
+	}
+	readers.Wait()
+	close(stop)
+	writers.Wait()
 }
