@@ -23,8 +23,20 @@ type chSearcher struct {
 var chDialect = dialect{
 	quote:     chQuote,
 	timeParam: "toDateTime(?)",
-	timeArg:   func(t time.Time) any { return t.Unix() },
+	timeArg:   chSeconds,
 	contains:  func(col string) string { return "positionCaseInsensitive(" + col + ", ?) > 0" },
+}
+
+// chSeconds is a bound of the time range in whole seconds, for 18.16's
+// DateTime (DateTime64 needs 20.1): a lower bound rounds down, an upper
+// (exclusive) one up, so a range never loses an event; a bound with a
+// fraction of a second may admit up to a second more.
+func chSeconds(t time.Time, upper bool) any {
+	s := t.Unix()
+	if upper && t.Nanosecond() != 0 {
+		s++
+	}
+	return s
 }
 
 // chQuote quotes a ClickHouse identifier.

@@ -11,7 +11,7 @@ type dialect struct {
 	// timeParam is the placeholder a time is compared through, timeArg
 	// the argument it takes.
 	timeParam string
-	timeArg   func(t time.Time) any
+	timeArg   func(t time.Time, upper bool) any
 	// contains is a case-insensitive substring test of column against
 	// the next bound argument.
 	contains func(col string) string
@@ -46,11 +46,11 @@ func (d dialect) where(q Query) (string, []any) {
 	}
 	if !q.From.IsZero() {
 		conds = append(conds, d.quote("time")+" >= "+d.timeParam)
-		args = append(args, d.timeArg(q.From))
+		args = append(args, d.timeArg(q.From, false))
 	}
 	if !q.To.IsZero() {
 		conds = append(conds, d.quote("time")+" < "+d.timeParam)
-		args = append(args, d.timeArg(q.To))
+		args = append(args, d.timeArg(q.To, true))
 	}
 	if q.Text != "" {
 		var or []string

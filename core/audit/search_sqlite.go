@@ -17,7 +17,7 @@ const sqliteTimeLayout = "2006-01-02 15:04:05.000000"
 var sqliteDialect = dialect{
 	quote:     func(ident string) string { return `"` + ident + `"` },
 	timeParam: "?",
-	timeArg:   func(t time.Time) any { return t.UTC().Format(sqliteTimeLayout) },
+	timeArg:   func(t time.Time, _ bool) any { return t.UTC().Format(sqliteTimeLayout) },
 	// SQLite's lower() folds ASCII only, as ClickHouse's
 	// positionCaseInsensitive does.
 	contains: func(col string) string { return "instr(lower(" + col + "), lower(?)) > 0" },
