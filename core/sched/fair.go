@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
@@ -101,6 +102,7 @@ type Fair struct {
 	seq      uint64                 // arrival counter
 	served   uint64                 // dispatch counter (round-robin order of flows)
 	nwaiting int
+	queued   atomic.Int64       // nwaiting, for released's lock-free look
 	grants   uint64             // waiters granted a slot (tests count wake-ups)
 	rank     []*backend.Backend // Rank's scratch for admissions
 	rank2    []*backend.Backend // Rank's scratch for dispatch checks
@@ -214,6 +216,12 @@ func (f *Fair) Waiting() int {
 
 // released implements releaser: b has a free slot.
 func (f *Fair) released(b *backend.Backend) {
+	// Nobody queued: nothing to hand over. A request queued after this
+	// look dispatches on its own candidates after queueing, and finds the
+	// slot just returned.
+	if f.queued.Load() == 0 {
+		return
+	}
 	f.mu.Lock()
 	f.dispatchLocked(b)
 	f.mu.Unlock()
@@ -348,6 +356,7 @@ func (f *Fair) enqueueLocked(w *waiter, req *Request, fl *flow) {
 	}
 	mq.n++
 	f.nwaiting++
+	f.queued.Add(1)
 	if mq.active < 0 {
 		mq.active = len(f.active)
 		f.active = append(f.active, mq)
@@ -401,6 +410,7 @@ func (f *Fair) unlinkLocked(w *waiter) {
 	fl.fifo.remove(w)
 	mq.n--
 	f.nwaiting--
+	f.queued.Add(-1)
 	if fl.fifo.n == 0 {
 		mq.removeFlow(fl.idx)
 		mq.since.remove(fl)
@@ -516,7 +526,9 @@ func (f *Fair) grantLocked(w *waiter, b *backend.Backend, promoted bool) {
 	// A promoted request may go before its credit covers it: the debt is
 	// at most its cost. Credit carried past a dispatch is capped, so that
 	// a flow that met no contention for a while does not hoard it.
-	fl.d0 = min(before-w.cost, max(f.burst, f.quantum)*fl.weight)
+	// (Repeated promotions under overload cannot stack debts: the floor
+	// is one request's cost.)
+	fl.d0 = min(max(before-w.cost, -w.cost), max(f.burst, f.quantum)*fl.weight)
 	fl.r0 = mq.round
 	f.served++
 	fl.lastServed = f.served

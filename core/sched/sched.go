@@ -41,9 +41,134 @@
 // returned is the same value, now naming the new backend, so a deferred
 // Release covers whichever admission is current.
 //
-// LeastLoaded is today's policy. Fair sharing between users and groups
-// (User, Group, Weight) and token-aware placement (EstTokens) are meant to
-// arrive as other Admitters behind the same interface.
+// When the server sets Request.Decision and the Admitter records
+// decisions (FairOptions.Record), Admit fills it with what it decided
+// (candidates as the Placer saw them, the backend chosen, the user's
+// deficit and weight, the queue wait and position) for the audit; the
+// server owns it and may reuse it (Decision.Reset keeps its storage).
+//
+// # Admitters
+//
+// LeastLoaded sends each request to the least loaded backend and waits
+// first come, first served on its slots. Fair shares the slots between
+// users by weight.
+//
+// # Fair: the algorithm
+//
+// Fair is weighted deficit round robin (DRR) over users, one DRR per
+// model. A request's cost is Request.EstTokens, or one Quantum when
+// unknown. Per model it keeps a round counter R and, per user, a flow:
+// the user's waiting requests for that model (first in, first out), its
+// weight w (Request.Weight; 0 = 1; the latest request's) and its deficit
+// D, the credit, in tokens, it may still spend. While the flow has
+// waiters it earns Quantum·w per round; credit is added lazily (D is
+// stored as d0 at round r0, D(R) = d0 + (R − r0)·Quantum·w), so no flow
+// is visited to be credited.
+//
+// A flow's key is (E, last dispatch, arrival of its head), where E =
+// r0 + ⌈(cost(head) − d0) / (Quantum·w)⌉, at least r0, is the first round
+// in which its deficit covers its head request. The flows of a model with
+// waiters are in a heap by key. When a slot frees on backend b:
+//
+//  1. For each model with waiters that b serves, the candidate is the head
+//     of the flow that has gone longest unserved, if that is
+//     StarvationAfter or more (promoted); else the head of the flow with
+//     the lowest key. A candidate whose Placer ranking does not include b,
+//     or that excluded b while another ranked backend is not excluded,
+//     is passed over for this slot.
+//  2. Promoted candidates win (longest unserved first); otherwise the
+//     lowest (max(E − R, 0), last dispatch, arrival) across models.
+//  3. The winner takes the slot. Unless promoted, R := max(R, E): every
+//     flow of that model could go no earlier, so the round ends (DRR's
+//     round, computed in closed form). Its deficit becomes
+//     clamp(D(R) − cost, −cost, max(BurstCredit, Quantum)·w) and its flow
+//     is re-keyed.
+//
+// Ties in E fall to the flow served longest ago: DRR's round-robin
+// order. A flow that empties keeps a debt (D < 0) but drops positive
+// credit, DRR's rule; when it next has a waiter it starts with that debt
+// plus its burst credit, BurstCredit·w scaled by the time it was idle
+// (full after BurstRefill; full for a user never seen). A request that
+// finds a free slot and nobody waiting for its model takes the slot at
+// once (the fast path: one mutex, no timer, no allocation) and is not
+// charged: only contention is accounted, and a user who sends while the
+// model is uncontended does not bank burst credit.
+//
+// Waiting: the waiter sleeps on its own channel; a release returns the
+// slot and, if anyone waits, hands it under the mutex to the one waiter
+// step 1–3 chooses (the lease is granted before the wake-up; exactly one
+// waiter wakes per freed slot; nothing polls). A waiter leaves the queue
+// at once when ctx is done (request_cancelled; a deadline is
+// backend_busy), or after MaxWait (backend_busy, Retry-After); a slot
+// handed over as its client left goes on to the next waiter. Kick
+// dispatches on every backend, for capacity that appears without a
+// release (a backend back up). The heap makes a dispatch O(log n) in the
+// flows waiting; 10,000 queued requests cost about 1 µs an
+// enqueue+dispatch (BenchmarkFair_EnqueueDispatch).
+//
+// # Fair: invariants
+//
+//   - Work conserving: no slot stays free while a request it may serve
+//     waits (except a retry that excluded it, above).
+//   - Deficits are bounded: −cost ≤ D ≤ max(BurstCredit, Quantum)·w after
+//     a dispatch, so no user banks credit while uncontended, and a debt
+//     (only from a promoted dispatch) is never more than one request's
+//     cost.
+//   - Weighted shares: users who keep requests waiting for a model
+//     receive tokens in proportion to their weights; over any interval
+//     each one's service differs from its share by a bounded amount
+//     (about Quantum·w, one request's cost and its burst credit), not
+//     one that grows with time (TestSimWeightedShares:
+//     3:2:1 gives 50.00/33.34/16.67 %; TestSimEqualWeightsJain: Jain's
+//     index 1.0000 over ten users whose request sizes differ 19×).
+//   - Starvation bound: a user with waiting requests for a model is served
+//     at least once every StarvationAfter plus one slot turnover per flow
+//     promoted before it, whatever the weights, while a backend that may
+//     serve it is routable (TestSimNoStarvation). A request's own wait is
+//     that times its place in its user's queue.
+//   - Light users: a user who was idle gets the next freed slot (E = R,
+//     and ties go to the flow served longest ago) ahead of flows that have
+//     been waiting, as long as its burst credit covers its request
+//     (TestSimLightUserWaitsOneTurnover: zero requests dispatched between
+//     a light request's arrival and its own, under a flood of 400).
+//   - Models are independent: deficits and rounds are per model, so a
+//     user's backlog for model A neither blocks nor costs its requests for
+//     model B. (Hence a user's weight holds per model, not summed over the
+//     models sharing an Ollama backend.)
+//
+// # Fair: what the reference implementation did, and the fixes
+//
+// The reference divided (deficit + burst) by the weight with deficits
+// that are only ever subtracted (≤ 0 in practice), so a heavy-user
+// "penalty" factor below 1 raised heavy users' priority and, for equal
+// positive deficits, a higher weight lowered it; it never replenished
+// deficits per round (only a periodic shift), kept its state per worker
+// process, woke waiters by 0.1 s polling and never recorded a decision.
+// Here the weight multiplies the credit earned per round and never
+// divides a debt; priority is the round in which a user can pay, lower
+// first, with no multiplicative penalty (heavy use is charged exactly,
+// by cost); rounds replenish every waiting user; freed slots are handed
+// over by the release; decisions are recorded; the shares are asserted.
+//
+// # Fleet-wide sharing: the plan (NOT BUILT)
+//
+// Fair's state is per process. Across replicas, the plan is: per-backend
+// in-flight counts become leases in Redis (a sorted set per backend,
+// member = replica:request id, score = expiry; acquire is a Lua script
+// that drops expired members and adds one if the count is below
+// max_concurrent; each replica refreshes its members every lease/3 and a
+// dead replica's slots expire within one lease time); each model's round
+// R and each flow's (d0, r0, weight) live in a Redis hash per model,
+// updated by the granting replica in the same script as the slot, so
+// shares hold fleet-wide; releases publish on a channel per backend so a
+// replica with waiters tries to acquire (its own waiters keep the
+// in-process order; between replicas, a slot goes to whichever replica's
+// best waiter has the lower key, compared in the script). Consistency:
+// slot counts are exact (atomic scripts); deficits are exact at the
+// granting replica; a replica's waiter may lose a slot race to another
+// replica's waiter of equal key, bounding the error at one request per
+// replica per round; with Redis down a replica falls back to local
+// admission with max_concurrent divided by the number of live replicas.
 package sched
 
 import (
