@@ -228,8 +228,6 @@ func (f *Fair) released(b *backend.Backend) {
 }
 
 // try admits req at once (a Lease), queues it (a waiter), or fails.
-
-// try admits req at once (a Lease), queues it (a waiter), or fails.
 // Called with f.mu held.
 func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 	all := f.reg.Backends()

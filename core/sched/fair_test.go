@@ -223,7 +223,8 @@ func TestFair_FreedSlotGoesToBestWaiter(t *testing.T) {
 func TestFair_RecordsDecision(t *testing.T) {
 	reg, bs := registry(t, 1, 1)
 	set(bs[1], false, testAdapter, "m")
-	f := NewFair(FairOptions{Registry: reg, MaxWait: time.Minute, Record: true})
+	c := &simClock{now: time.Unix(1e9, 0)}
+	f := NewFair(FairOptions{Registry: reg, MaxWait: time.Minute, Record: true, Clock: c})
 	d1 := &Decision{}
 	l1, err := f.Admit(context.Background(), &Request{Model: "m", User: "a", Weight: 2, Decision: d1})
 	if err != nil {
@@ -236,13 +237,16 @@ func TestFair_RecordsDecision(t *testing.T) {
 	out := make(chan admitResult, 1)
 	admitAsync(context.Background(), f, 0, &Request{Model: "m", User: "b", Weight: 3, EstTokens: 500, Decision: d2}, out)
 	waitFor(t, "b queued", func() bool { return f.Waiting() == 1 })
+	f.mu.Lock()
+	c.now = c.now.Add(3 * time.Second) // under f.mu: the clock is read under it
+	f.mu.Unlock()
 	l1.Release()
 	r := <-out
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	r.l.Release()
-	if d2.Chosen != "a" || d2.Weight != 3 || d2.Deficit != 3*DefaultFairBurstCredit || d2.QueueWait <= 0 || len(d2.Candidates) != 2 {
+	if d2.Chosen != "a" || d2.Weight != 3 || d2.Deficit != 3*DefaultFairBurstCredit || d2.QueueWait != 3e6 || len(d2.Candidates) != 2 {
 		t.Fatalf("queued decision: %+v", d2)
 	}
 	// Not recording: Decision untouched.
