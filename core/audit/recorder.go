@@ -1,0 +1,499 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mindrouter/mindrouter/core/outcome"
+)
+
+// Options configure a Recorder.
+type Options struct {
+	Dir          string     // spool directory (required)
+	ClickHouse   *CHOptions // nil: the embedded sink
+	EmbeddedPath string     // SQLite file of the embedded sink, e.g. data/audit.db
+
+	Content         bool // record request and response bodies
+	MaxContentBytes int  // per body; default 64 KiB
+
+	FlushEvery time.Duration // longest a spooled event waits for its batch; default 1s
+	BatchRows  int           // rows per batch; default 10000
+
+	// MaxSpoolBytes bounds the spool's backlog (written, not yet in the
+	// sink); default 1 GiB. Past it new events are dropped and counted
+	// (Dropped), with an error logged every 10 s: the host's disk
+	// matters more, and the events already spooled are kept.
+	MaxSpoolBytes int64
+	// MaxQueue bounds the events waiting in memory for the spool's next
+	// group commit; default 65536. It fills only when the disk stalls;
+	// past it events are dropped and counted like the above.
+	MaxQueue int
+	// SegmentBytes is the spool's segment size; default 64 MiB.
+	SegmentBytes int64
+
+	Replica string // this gateway's name, recorded in every row
+	Log     *slog.Logger
+}
+
+// Recorder is the audit's write path: Observe turns each Outcome into an
+// Event and queues it in memory; a spool goroutine appends queued events
+// to the spool with one write and one fsync per group; a sink goroutine
+// reads the spool in order and writes batches to ClickHouse (or the
+// embedded sink), acknowledging each in the spool's cursor.
+//
+// What a crash loses: an event is on disk once the group commit that
+// took it has fsynced, normally within a millisecond or two of Observe
+// returning (Spooled counts them). A SIGKILL or power loss in between
+// loses the events still in memory, never more than MaxQueue and in
+// practice the last few milliseconds'. Everything spooled reaches the
+// sink exactly once, whatever stops in between.
+//
+// Observe is safe for concurrent use and never blocks on I/O; Run and
+// Close are called once each.
+type Recorder struct {
+	o    Options
+	log  *slog.Logger
+	sp   *spool
+	sink sink
+	db   *sql.DB // the embedded sink's, for the admin API
+
+	mu     sync.Mutex
+	queue  []Event
+	closed bool
+
+	// The spool goroutine's (Close's once Run has returned).
+	spare []Event
+	buf   []byte
+	wake  chan struct{} // the spool goroutine: events are queued
+	kick  chan struct{} // the sink goroutine: a full batch is spooled
+
+	full      atomic.Bool // the spool is at MaxSpoolBytes
+	spooled   atomic.Uint64
+	written   atomic.Uint64
+	dropped   atomic.Uint64
+	damaged   atomic.Uint64
+	pending   atomic.Int64 // events accepted, not yet in the sink
+	caughtUp  atomic.Int64 // unix nanoseconds when pending was last 0
+	dropLogAt atomic.Int64
+
+	stop     chan struct{} // closed by Close
+	drainCtx context.Context
+	running  atomic.Bool
+	ran      chan struct{} // closed when Run returns
+}
+
+// New opens the spool in o.Dir (replaying what an earlier process left
+// unsent) and the sink. It does not contact ClickHouse: a sink that is
+// down only delays writes.
+func New(o Options) (*Recorder, error) {
+	if o.Dir == "" {
+		return nil, errors.New("audit: the spool needs a directory (audit.spool_dir)")
+	}
+	if o.ClickHouse == nil && o.EmbeddedPath == "" {
+		return nil, errors.New("audit: neither ClickHouse nor an embedded sink path is configured")
+	}
+	if o.MaxContentBytes <= 0 {
+		o.MaxContentBytes = 64 << 10
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = time.Second
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 10000
+	}
+	if o.MaxSpoolBytes <= 0 {
+		o.MaxSpoolBytes = 1 << 30
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 65536
+	}
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = 64 << 20
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	log := o.Log.With("component", "audit")
+	r := &Recorder{o: o, log: log, queue: make([]Event, 0, 1024),
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), ran: make(chan struct{})}
+	sp, pending, err := openSpool(o.Dir, o.SegmentBytes, log)
+	if err != nil {
+		return nil, err
+	}
+	r.sp = sp
+	r.pending.Store(pending)
+	r.caughtUp.Store(time.Now().UnixNano())
+	if pending > 0 {
+		log.Info("audit: replaying the spool", "events", pending, "bytes", sp.bytes())
+	}
+	if o.ClickHouse != nil {
+		r.sink, err = newCHSink(o.ClickHouse)
+	} else {
+		r.db, err = OpenEmbedded(o.EmbeddedPath)
+		if err == nil {
+			r.sink = newSQLiteSink(r.db, true)
+		}
+	}
+	if err != nil {
+		sp.close()
+		return nil, err
+	}
+	r.full.Store(sp.bytes() >= o.MaxSpoolBytes)
+	return r, nil
+}
+
+// EmbeddedDB is the embedded sink's database (for NewSQLiteSearcher), nil
+// when the sink is ClickHouse.
+func (r *Recorder) EmbeddedDB() *sql.DB { return r.db }
+
+// Observe implements outcome.Observer: it copies what the Event needs
+// from o and queues it. It never blocks on I/O; with the queue or the
+// spool full it drops the event and counts it.
+func (r *Recorder) Observe(o *outcome.Outcome) {
+	var req, resp string
+	cut := o.ResponseCut
+	if r.o.Content {
+		req, cut = clip(o.Request, r.o.MaxContentBytes, cut)
+		resp, cut = clip(o.Response, r.o.MaxContentBytes, cut)
+	}
+	var decision string
+	if len(o.Decision) > 0 {
+		decision = string(o.Decision)
+	}
+	r.mu.Lock()
+	if r.closed || len(r.queue) >= r.o.MaxQueue || r.full.Load() {
+		r.mu.Unlock()
+		r.drop()
+		return
+	}
+	r.queue = append(r.queue, Event{})
+	e := &r.queue[len(r.queue)-1]
+	fillEvent(e, o, r.o.Replica)
+	e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision = req, resp, cut, decision
+	r.pending.Add(1)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func clip(b []byte, n int, cut bool) (string, bool) {
+	if len(b) > n {
+		return string(b[:n]), true
+	}
+	return string(b), cut
+}
+
+// fillEvent copies o's fields (strings are immutable; nothing aliases a
+// server buffer) into e.
+func fillEvent(e *Event, o *outcome.Outcome, replica string) {
+	e.RequestID, e.Time, e.Replica = o.RequestID, o.Start.UTC().Truncate(time.Microsecond), replica
+	e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent = o.UserID, o.User, o.Group, o.KeyID, o.ClientIP, o.UserAgent
+	e.Dialect, e.Route, e.Kind, e.Model, e.Stream = o.Dialect, o.Route, o.Kind, o.Model, o.Stream
+	e.Backend, e.Node, e.GPUs, e.Attempts = o.Backend, o.Node, o.GPUs, uint8(min(max(o.Attempts, 0), math.MaxUint8))
+	e.Status, e.ErrorCode, e.Error = uint16(min(max(o.Status, 0), math.MaxUint16)), o.ErrorCode, o.Error
+	e.FinishReason, e.ClientGone = o.FinishReason, o.ClientGone
+	e.PromptTokens, e.CompletionTokens = u32(int64(o.Usage.Prompt)), u32(int64(o.Usage.Completion))
+	e.ReasoningTokens, e.CachedTokens = u32(int64(o.Usage.Reasoning)), u32(int64(o.Usage.Cached))
+	e.TokensEstimated = !o.Usage.Reported
+	s := &o.Stages
+	e.TotalUs = us(o.Duration)
+	e.AuthUs, e.LimitUs, e.ReadUs = us(s[outcome.StageAuth]), us(s[outcome.StageLimit]), us(s[outcome.StageRead])
+	e.CheckUs, e.DecodeUs, e.QueueUs = us(s[outcome.StageCheck]), us(s[outcome.StageDecode]), us(s[outcome.StageAdmit])
+	e.EncodeUs, e.BackendUs, e.RespondUs = us(s[outcome.StageEncode]), us(s[outcome.StageBackend]), us(s[outcome.StageRespond])
+	e.TTFTUs, e.Chunks = us(o.TTFT), u32(int64(o.Chunks))
+	e.BytesIn, e.BytesOut = uint64(max(o.BytesIn, 0)), uint64(max(o.BytesOut, 0))
+}
+
+// us is d in microseconds, clamped to uint32 (71 minutes).
+func us(d time.Duration) uint32 { return u32(d.Microseconds()) }
+
+func u32(v int64) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
+
+func (r *Recorder) drop() {
+	n := r.dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := r.dropLogAt.Load()
+	if now-last >= int64(10*time.Second) && r.dropLogAt.CompareAndSwap(last, now) {
+		r.log.Error("audit: events dropped: the spool is full or the disk has stalled",
+			"dropped_total", n, "spool_bytes", r.sp.bytes(), "max_spool_bytes", r.o.MaxSpoolBytes)
+	}
+}
+
+// Spooled is the number of events this process has appended to the spool
+// (fsynced).
+func (r *Recorder) Spooled() uint64 { return r.spooled.Load() }
+
+// Written is the number of events this process has stored in the sink.
+func (r *Recorder) Written() uint64 { return r.written.Load() }
+
+// Pending is the number of accepted events not yet in the sink (queued,
+// or spooled by this or an earlier process).
+func (r *Recorder) Pending() int64 { return r.pending.Load() }
+
+// SpoolBytes is the spool's backlog in bytes.
+func (r *Recorder) SpoolBytes() int64 { return r.sp.bytes() }
+
+// Dropped is the number of events refused because the queue or the spool
+// was full, or Observe came after Close.
+func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
+
+// Damaged is the number of spool records skipped as unreadable.
+func (r *Recorder) Damaged() uint64 { return r.damaged.Load() }
+
+// Lag is how long the sink has been behind: 0 when every accepted event
+// is stored, otherwise the time since it last was.
+func (r *Recorder) Lag() time.Duration {
+	if r.pending.Load() <= 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, r.caughtUp.Load()))
+}
+
+// Run spools and writes until ctx is done (what is spooled then stays
+// for the next start) or Close has drained the spool.
+func (r *Recorder) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("audit: Run called twice")
+	}
+	defer close(r.ran)
+	spooled := make(chan struct{})
+	go func() {
+		defer close(spooled)
+		r.spoolLoop(ctx)
+	}()
+	r.sinkLoop(ctx, spooled)
+	<-spooled
+	return nil
+}
+
+// Close stops accepting events, spools what is queued, lets Run write the
+// spool to the sink until ctx is done, and closes the spool and the sink.
+// What is left unsent is replayed by the next New on the same directory.
+func (r *Recorder) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.drainCtx = ctx
+	r.mu.Unlock()
+	close(r.stop)
+	if r.running.Load() {
+		<-r.ran // the loops return promptly once ctx is done
+	}
+	// Run's loops are done: what is still queued goes to the spool here.
+	err := r.spoolQueued()
+	if cerr := r.sink.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("audit: close sink: %w", cerr)
+	}
+	if cerr := r.sp.close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// spoolLoop is the group commit: it takes every queued event, appends
+// them with one write and one fsync, and wakes the sink when a batch is
+// full.
+func (r *Recorder) spoolLoop(ctx context.Context) {
+	for {
+		select {
+		case <-r.wake:
+		case <-r.stop:
+			if err := r.spoolQueued(); err != nil {
+				r.log.Error("audit: spooling the last events failed", "err", err)
+			}
+			return
+		case <-ctx.Done():
+			if err := r.spoolQueued(); err != nil {
+				r.log.Error("audit: spooling the last events failed", "err", err)
+			}
+			return
+		}
+		for {
+			err := r.spoolQueued()
+			if err == nil {
+				break
+			}
+			// A disk error: events wait in memory (bounded by MaxQueue)
+			// and the write is retried.
+			r.log.Error("audit: spool write failed; retrying", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// spoolQueued appends every queued event to the spool. On an error the
+// events stay queued (in front of later ones).
+func (r *Recorder) spoolQueued() error {
+	for {
+		r.mu.Lock()
+		batch := r.queue
+		if len(batch) == 0 {
+			r.mu.Unlock()
+			return nil
+		}
+		if r.spare == nil {
+			r.spare = make([]Event, 0, 1024)
+		}
+		r.queue, r.spare = r.spare[:0], nil
+		r.mu.Unlock()
+		buf := r.buf[:0]
+		for i := range batch {
+			at := len(buf)
+			buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // the header, filled by frameRecord
+			buf = appendEvent(buf, &batch[i])
+			frameRecord(buf, at)
+		}
+		r.buf = buf
+		if err := r.sp.appendRecords(buf); err != nil {
+			r.mu.Lock()
+			r.queue = append(batch, r.queue...)
+			r.mu.Unlock()
+			return err
+		}
+		r.spooled.Add(uint64(len(batch)))
+		if r.sp.bytes() >= r.o.MaxSpoolBytes && !r.full.Swap(true) {
+			r.log.Error("audit: the spool is full; new events are dropped until the sink catches up",
+				"spool_bytes", r.sp.bytes(), "max_spool_bytes", r.o.MaxSpoolBytes)
+		}
+		if r.pending.Load() >= int64(r.o.BatchRows) {
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
+		}
+		clear(batch) // drop the strings
+		r.spare = batch[:0]
+	}
+}
+
+// sinkLoop writes the spool to the sink in batches of up to BatchRows,
+// at least every FlushEvery, retrying with backoff while the sink is
+// down. It returns when ctx is done, or after Close once the spool goroutine
+// has finished and the spool is drained (or Close's ctx is done).
+func (r *Recorder) sinkLoop(ctx context.Context, spooled <-chan struct{}) {
+	tick := time.NewTicker(r.o.FlushEvery)
+	defer tick.Stop()
+	var evs []Event
+	draining := false
+	for {
+		if !draining {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-r.kick:
+			case <-r.stop:
+				<-spooled
+				draining = true
+			}
+		}
+		wctx := ctx
+		if draining {
+			r.mu.Lock()
+			wctx = r.drainCtx
+			r.mu.Unlock()
+			if wctx.Err() != nil || ctx.Err() != nil {
+				return
+			}
+		}
+		// Write whole batches while there are any.
+		for {
+			var err error
+			var end int64
+			var damaged int
+			start := r.sp.pos
+			evs, end, damaged, err = r.sp.readBatch(evs, r.o.BatchRows)
+			if damaged > 0 {
+				r.damaged.Add(uint64(damaged))
+				r.pending.Add(-int64(damaged))
+			}
+			if err != nil {
+				r.log.Error("audit: reading the spool failed", "err", err)
+				r.sp.rewind()
+				break
+			}
+			if len(evs) == 0 {
+				if end > start { // only damaged records: move past them
+					_ = r.sp.ack(end)
+				}
+				break
+			}
+			if !r.writeBatch(wctx, evs, start, end) {
+				r.sp.rewind()
+				if draining || ctx.Err() != nil {
+					return
+				}
+				break
+			}
+			if len(evs) < r.o.BatchRows && !draining {
+				break
+			}
+		}
+		if r.pending.Load() <= 0 {
+			r.caughtUp.Store(time.Now().UnixNano())
+		}
+		if draining && (r.sp.bytes() == 0 || wctx.Err() != nil) {
+			return
+		}
+	}
+}
+
+// writeBatch sends one batch, retrying with backoff until it is stored
+// or ctx is done, then acknowledges it in the spool. maybeSent holds
+// from the first failure on, and for a batch the previous process may
+// have sent before it stopped.
+func (r *Recorder) writeBatch(ctx context.Context, evs []Event, start, end int64) bool {
+	maybeSent := start < r.sp.sending
+	if err := r.sp.markSending(end); err != nil {
+		r.log.Error("audit: spool cursor", "err", err)
+		return false
+	}
+	backoff := 100 * time.Millisecond
+	for failures := 0; ; failures++ {
+		err := r.sink.write(ctx, evs, maybeSent)
+		if err == nil {
+			break
+		}
+		maybeSent = true
+		if failures == 0 || failures%10 == 0 {
+			r.log.Error("audit: sink write failed; events wait in the spool", "err", err,
+				"pending", r.pending.Load(), "spool_bytes", r.sp.bytes(), "failures", failures+1)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+	if err := r.sp.ack(end); err != nil {
+		// Stored but not acknowledged: sending covers it, so the next
+		// attempt checks before resending.
+		r.log.Error("audit: spool cursor", "err", err)
+		return false
+	}
+	r.written.Add(uint64(len(evs)))
+	r.pending.Add(-int64(len(evs)))
+	if r.full.Load() && r.sp.bytes() < r.o.MaxSpoolBytes*9/10 {
+		r.full.Store(false)
+		r.log.Info("audit: the spool has room again; accepting events", "spool_bytes", r.sp.bytes())
+	}
+	return true
+}

@@ -1,0 +1,269 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// CHOptions says how to reach ClickHouse (native protocol).
+type CHOptions struct {
+	Addr               []string // host:port of the native protocol (9000)
+	Database           string   // default "mindrouter"
+	Username, Password string
+	DialTimeout        time.Duration // default 5s
+}
+
+// chSink writes batches with one columnar INSERT each.
+type chSink struct {
+	conn     driver.Conn
+	db       string
+	insert   string
+	migrated bool
+	cols     chColumns
+}
+
+func newCHSink(o *CHOptions) (*chSink, error) {
+	db := o.Database
+	if db == "" {
+		db = "mindrouter"
+	}
+	if !validDatabase.MatchString(db) {
+		return nil, fmt.Errorf("audit: clickhouse database name %q: letters, digits and _ only", db)
+	}
+	dial := o.DialTimeout
+	if dial <= 0 {
+		dial = 5 * time.Second
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:        o.Addr,
+		Auth:        clickhouse.Auth{Database: "default", Username: o.Username, Password: o.Password},
+		DialTimeout: dial,
+		// LZ4 halves what crosses the network for text-heavy rows.
+		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		MaxOpenConns: 2,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: clickhouse options: %w", err)
+	}
+	quoted := make([]string, len(Columns))
+	for i, c := range Columns {
+		quoted[i] = "`" + c + "`"
+	}
+	return &chSink{conn: conn, db: db,
+		insert: "INSERT INTO " + db + ".requests (" + strings.Join(quoted, ", ") + ")"}, nil
+}
+
+func (s *chSink) write(ctx context.Context, evs []Event, maybeSent bool) error {
+	if !s.migrated {
+		if err := MigrateClickHouse(ctx, s.conn, s.db); err != nil {
+			return err
+		}
+		s.migrated = true
+	}
+	if maybeSent {
+		stored, err := s.stored(ctx, evs)
+		if err != nil {
+			return err
+		}
+		if len(stored) > 0 {
+			kept := make([]Event, 0, len(evs)-len(stored))
+			for i := range evs {
+				if _, ok := stored[evs[i].RequestID]; !ok {
+					kept = append(kept, evs[i])
+				}
+			}
+			evs = kept
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+	}
+	batch, err := s.conn.PrepareBatch(ctx, s.insert)
+	if err != nil {
+		return fmt.Errorf("audit: clickhouse prepare insert: %w", err)
+	}
+	defer batch.Close()
+	s.cols.fill(evs)
+	for i, v := range s.cols.values() {
+		if err := batch.Column(i).Append(v); err != nil {
+			return fmt.Errorf("audit: clickhouse column %s: %w", Columns[i], err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("audit: clickhouse insert %d rows: %w", len(evs), err)
+	}
+	return nil
+}
+
+// stored returns which of evs' request ids the table already holds,
+// looking only in their time range (partition pruning), a few thousand
+// ids per query to stay under max_query_size.
+func (s *chSink) stored(ctx context.Context, evs []Event) (map[string]struct{}, error) {
+	lo, hi := evs[0].Time, evs[0].Time
+	for i := range evs {
+		lo, hi = minTime(lo, evs[i].Time), maxTime(hi, evs[i].Time)
+	}
+	out := map[string]struct{}{}
+	const chunk = 2000
+	for from := 0; from < len(evs); from += chunk {
+		var q strings.Builder
+		fmt.Fprintf(&q, "SELECT request_id FROM %s.requests WHERE time >= toDateTime(%d) AND time < toDateTime(%d) AND request_id IN (",
+			s.db, lo.Unix(), hi.Unix()+1)
+		for i, e := range evs[from:min(from+chunk, len(evs))] {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(chString(e.RequestID))
+		}
+		q.WriteByte(')')
+		rows, err := s.conn.Query(ctx, q.String())
+		if err != nil {
+			return nil, fmt.Errorf("audit: clickhouse check for stored rows: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("audit: clickhouse check for stored rows: %w", err)
+			}
+			out[id] = struct{}{}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("audit: clickhouse check for stored rows: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// chString quotes s as a ClickHouse string literal.
+func chString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (s *chSink) close() error { return s.conn.Close() }
+
+// chColumns are the batch's columns, reused from batch to batch.
+type chColumns struct {
+	str  [len(strCols)][]string
+	u8   [len(u8Cols)][]uint8
+	u32  [len(u32Cols)][]uint32
+	u64  [2][]uint64
+	time []time.Time
+	i64  []int64
+	u16  []uint16
+	f64  []float64
+}
+
+// The columns by type, in Columns order within each type.
+var (
+	strCols = [...]string{"request_id", "replica", "user", "group", "key_id", "client_ip", "user_agent", "dialect", "route",
+		"kind", "model", "backend", "node", "gpus", "error_code", "error", "finish_reason", "request_body", "response_body", "decision"}
+	u8Cols  = [...]string{"stream", "attempts", "client_gone", "tokens_estimated", "content_truncated"}
+	u32Cols = [...]string{"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
+		"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us", "chunks"}
+)
+
+func (c *chColumns) fill(evs []Event) {
+	for i := range c.str {
+		c.str[i] = c.str[i][:0]
+	}
+	for i := range c.u8 {
+		c.u8[i] = c.u8[i][:0]
+	}
+	for i := range c.u32 {
+		c.u32[i] = c.u32[i][:0]
+	}
+	c.u64[0], c.u64[1] = c.u64[0][:0], c.u64[1][:0]
+	c.time, c.i64, c.u16, c.f64 = c.time[:0], c.i64[:0], c.u16[:0], c.f64[:0]
+	for i := range evs {
+		e := &evs[i]
+		for j, s := range [...]string{e.RequestID, e.Replica, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent, e.Dialect, e.Route,
+			e.Kind, e.Model, e.Backend, e.Node, e.GPUs, e.ErrorCode, e.Error, e.FinishReason, e.RequestBody, e.ResponseBody, e.Decision} {
+			c.str[j] = append(c.str[j], s)
+		}
+		for j, v := range [...]uint8{b2u(e.Stream), e.Attempts, b2u(e.ClientGone), b2u(e.TokensEstimated), b2u(e.ContentTruncated)} {
+			c.u8[j] = append(c.u8[j], v)
+		}
+		for j, v := range [...]uint32{e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedTokens,
+			e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs, e.Chunks} {
+			c.u32[j] = append(c.u32[j], v)
+		}
+		c.u64[0], c.u64[1] = append(c.u64[0], e.BytesIn), append(c.u64[1], e.BytesOut)
+		c.time = append(c.time, e.Time)
+		c.i64 = append(c.i64, e.UserID)
+		c.u16 = append(c.u16, e.Status)
+		c.f64 = append(c.f64, sanitizeFloat(e.EnergyJ))
+	}
+}
+
+// values lists the column slices in Columns order.
+func (c *chColumns) values() []any {
+	out := make([]any, 0, len(Columns))
+	si, ui, wi := 0, 0, 0
+	for _, col := range Columns {
+		switch col {
+		case "time":
+			out = append(out, c.time)
+		case "user_id":
+			out = append(out, c.i64)
+		case "status":
+			out = append(out, c.u16)
+		case "energy_j":
+			out = append(out, c.f64)
+		case "bytes_in":
+			out = append(out, c.u64[0])
+		case "bytes_out":
+			out = append(out, c.u64[1])
+		default:
+			switch {
+			case si < len(strCols) && strCols[si] == col:
+				out = append(out, c.str[si])
+				si++
+			case ui < len(u8Cols) && u8Cols[ui] == col:
+				out = append(out, c.u8[ui])
+				ui++
+			case wi < len(u32Cols) && u32Cols[wi] == col:
+				out = append(out, c.u32[wi])
+				wi++
+			default:
+				panic("audit: column " + col + " has no type") // a test covers every column
+			}
+		}
+	}
+	return out
+}
+
+func b2u(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func sanitizeFloat(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
