@@ -214,15 +214,30 @@ func (f *Fair) Waiting() int {
 	return f.nwaiting
 }
 
-// released implements releaser: b has a free slot.
+// released implements releaser: the slot held on b goes straight to the
+// waiter that pickLocked chooses, so no request that did not wait (a
+// fast path for another model) can take it in between; with nobody
+// waiting it is returned to b.
 func (f *Fair) released(b *backend.Backend) {
-	// Nobody queued: nothing to hand over. A request queued after this
-	// look dispatches on its own candidates after queueing, and finds the
-	// slot just returned.
 	if f.queued.Load() == 0 {
+		b.Release()
+		// A request queued since the look above dispatches on its own
+		// candidates after queueing and finds this slot; one queued
+		// before this second look is served here.
+		if f.queued.Load() == 0 {
+			return
+		}
+		f.mu.Lock()
+		f.dispatchLocked(b)
+		f.mu.Unlock()
 		return
 	}
 	f.mu.Lock()
+	if w, promoted := f.pickLocked(b); w != nil {
+		f.grantLocked(w, b, promoted)
+	} else {
+		b.Release()
+	}
 	f.dispatchLocked(b)
 	f.mu.Unlock()
 }
@@ -512,7 +527,8 @@ func (f *Fair) accepts(req *Request, b *backend.Backend) bool {
 	return found && (!excluded(req.Exclude, b) || !other)
 }
 
-// grantLocked gives w the slot already taken on b and charges its flow.
+// grantLocked gives w a slot already held on b (taken, or handed over by
+// a release) and charges its flow.
 func (f *Fair) grantLocked(w *waiter, b *backend.Backend, promoted bool) {
 	fl := w.flow
 	mq := fl.mq

@@ -230,14 +230,17 @@ var ErrLeaseHeld = errors.New("sched: request already holds a lease; release it 
 type lease struct {
 	b    atomic.Pointer[backend.Backend]
 	held atomic.Bool
-	// owner, when set, is told of each release after the slot is returned
-	// (Fair hands the slot to its next waiter). Written before held is
+	// owner, when set, returns the slot on release instead of the lease
+	// (Fair hands it straight to its next waiter). Written before held is
 	// set, read after held is cleared.
 	owner releaser
 }
 
-// releaser is an Admitter that must hear of every released slot.
-type releaser interface{ released(b *backend.Backend) }
+// releaser is an Admitter that takes back the slots of its leases.
+type releaser interface {
+	// released returns the slot held on b, or hands it to a waiter.
+	released(b *backend.Backend)
+}
 
 func (l *lease) grant(b *backend.Backend) Lease { return l.grantFor(b, nil) }
 
@@ -255,10 +258,11 @@ func (l *lease) Backend() *backend.Backend { return l.b.Load() }
 func (l *lease) Release() {
 	if l.held.CompareAndSwap(true, false) {
 		b := l.b.Load()
-		b.Release()
 		if l.owner != nil {
 			l.owner.released(b)
+			return
 		}
+		b.Release()
 	}
 }
 

@@ -425,3 +425,31 @@ func TestSimPerModelQueues(t *testing.T) {
 	}
 	t.Logf("x's m2 request, with 48 of x's own queued on m1 and y flooding m2: %d others went first, waited %v", j.othersBefore, j.started.Sub(j.submitted))
 }
+
+// Queues and WaitingUsers report what waits, per model and user.
+func TestSimQueueStats(t *testing.T) {
+	s := newSim(t, FairOptions{}, 1, 1)
+	set(s.bs[0], true, testAdapter, "m1")
+	set(s.bs[1], true, testAdapter, "m2")
+	s.submit("a", "m1", 1, 1000) // takes a's slot
+	s.submit("b", "m2", 1, 1000) // takes b's slot
+	s.submit("a", "m1", 2, 1000)
+	s.clock.now = s.clock.now.Add(3 * time.Second)
+	s.submit("a", "m1", 2, 1000)
+	s.submit("c", "m1", 1, 1000)
+	s.submit("c", "m2", 1, 1000)
+	got := fmt.Sprint(s.f.Queues())
+	want := "[{m1 3 2 3s 0} {m2 1 1 0s 0}]"
+	if got != want {
+		t.Fatalf("Queues = %s, want %s", got, want)
+	}
+	got = fmt.Sprint(s.f.WaitingUsers())
+	want = "[{m1 a 2 2 0} {m1 c 1 1 4000} {m2 c 1 1 4000}]" // a was just served: no burst credit
+	if got != want {
+		t.Fatalf("WaitingUsers = %s, want %s", got, want)
+	}
+	s.run(s.clock.now.Add(time.Minute))
+	if q := s.f.Queues(); len(q) != 0 {
+		t.Fatalf("after the run: %v", q)
+	}
+}
