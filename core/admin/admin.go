@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mindrouter/mindrouter/core/audit"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/quota"
 	"github.com/mindrouter/mindrouter/core/store"
@@ -48,8 +49,11 @@ type Options struct {
 	Keys     Invalidator
 	Quotas   Quotas
 	Backends Backends
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Audit reads the request audit (ClickHouse or the embedded sink);
+	// nil answers /api/admin/audit/search and /{request_id} with 503.
+	Audit audit.Searcher
+	Log   *slog.Logger
+	Now   func() time.Time
 }
 
 // requestTimeout bounds one request's store and Redis calls.
@@ -61,6 +65,7 @@ type Handler struct {
 	keys     Invalidator
 	quotas   Quotas
 	backends Backends
+	audit    audit.Searcher
 	log      *slog.Logger
 	now      func() time.Time
 
@@ -72,7 +77,7 @@ type Handler struct {
 
 // New returns a Handler.
 func New(o Options) *Handler {
-	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, log: o.Log, now: o.Now}
+	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, log: o.Log, now: o.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -11,7 +11,8 @@ import (
 
 type handlerFunc func(h *Handler, c *call) (any, error)
 
-// route is one method and path pattern; "{name}" segments are numeric ids.
+// route is one method and path pattern; "{name}" segments are numeric ids,
+// "{name:text}" ones any non-empty text (the handler reads it from the path).
 type route struct {
 	method  string
 	pattern string
@@ -59,6 +60,8 @@ var routes = buildRoutes([]route{
 	{method: "POST", pattern: "/api/admin/quotas/{user_id}/reset", fn: (*Handler).quotaReset},
 
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
+	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},
+	{method: "GET", pattern: "/api/admin/audit/{request_id:text}", fn: (*Handler).auditGet},
 
 	{method: "GET", pattern: "/api/me", fn: (*Handler).me},
 	{method: "GET", pattern: "/api/me/usage", fn: (*Handler).meUsage},
@@ -117,7 +120,7 @@ func (h *Handler) route(c *call) (v any, err error, allow string) {
 		return nil, errorf(fasthttp.StatusForbidden, "the audit scope is read-only: "+c.req.Method+" needs the admin scope"), ""
 	}
 	for i, s := range found.segs {
-		if !isParam(s) {
+		if !isParam(s) || strings.HasSuffix(s, ":text}") {
 			continue
 		}
 		id, ok := parseID(segs[i])

@@ -1,0 +1,224 @@
+package admin
+
+import (
+	"database/sql"
+	"encoding/json"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mindrouter/mindrouter/core/audit"
+)
+
+// auditEnv is env with the request audit read from a real SQLite file
+// holding evs, laid out as the embedded sink's requests table.
+func auditEnv(t *testing.T, evs []audit.Event) *env {
+	t.Helper()
+	e := newEnv(t)
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cols := make([]string, len(audit.Columns))
+	for i, c := range audit.Columns {
+		cols[i] = `"` + c + `"`
+	}
+	// Untyped columns: SQLite keeps what it is given, as the sink's typed
+	// table does for these values.
+	if _, err := db.Exec(`CREATE TABLE requests (` + strings.Join(cols, ", ") + `, PRIMARY KEY ("request_id"))`); err != nil {
+		t.Fatal(err)
+	}
+	ins := `INSERT INTO requests (` + strings.Join(cols, ", ") + `) VALUES (?` + strings.Repeat(", ?", len(cols)-1) + `)`
+	for _, v := range evs {
+		_, err := db.Exec(ins, v.RequestID, v.Time.UTC().Format("2006-01-02 15:04:05.000000"), v.Replica,
+			v.UserID, v.User, v.Group, v.KeyID, v.ClientIP, v.UserAgent,
+			v.Dialect, v.Route, v.Kind, v.Model, v.Stream,
+			v.Backend, v.Node, v.GPUs, int64(v.Attempts),
+			int64(v.Status), v.ErrorCode, v.Error, v.FinishReason, v.ClientGone,
+			int64(v.PromptTokens), int64(v.CompletionTokens), int64(v.ReasoningTokens), int64(v.CachedTokens), v.TokensEstimated,
+			int64(v.TotalUs), int64(v.AuthUs), int64(v.LimitUs), int64(v.ReadUs), int64(v.CheckUs), int64(v.DecodeUs),
+			int64(v.QueueUs), int64(v.EncodeUs), int64(v.BackendUs), int64(v.RespondUs), int64(v.TTFTUs),
+			int64(v.Chunks), int64(v.BytesIn), int64(v.BytesOut),
+			v.RequestBody, v.ResponseBody, v.ContentTruncated, v.Decision, v.EnergyJ)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.h = New(Options{Store: e.st, Keys: e.keys, Audit: audit.NewSQLiteSearcher(db)})
+	return e
+}
+
+// auditSample: alice's three requests on 10 and 11 March (one mentions
+// "Secret Sauce"), bob's failed one on 12 March.
+func auditSample() []audit.Event {
+	day := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
+	ev := func(id string, at time.Time, user string, uid int64, model string, status uint16) audit.Event {
+		return audit.Event{
+			RequestID: id, Time: at, Replica: "gw-a", UserID: uid, User: user, Group: "students", KeyID: "key:abcd",
+			ClientIP: "10.1.2.3", UserAgent: "openai-python/1.0", Dialect: "openai", Route: "chat", Kind: "chat",
+			Model: model, Stream: true, Backend: "gpu1", Node: "n1", GPUs: "0", Attempts: 1, Status: status,
+			PromptTokens: 100, CompletionTokens: 20, TotalUs: 1_500_000, QueueUs: 2500, TTFTUs: 90_000,
+			RequestBody: `{"messages":[{"role":"user","content":"hello"}]}`, ResponseBody: "hi there",
+			Decision: `{"backend":"gpu1","candidates":2}`, EnergyJ: 12.5,
+		}
+	}
+	evs := []audit.Event{
+		ev("req-a1", day, "alice", 3, "qwen3-8b", 200),
+		ev("req-a2", day.Add(2*time.Hour), "alice", 3, "llama3-70b", 200),
+		ev("req-a3", day.Add(26*time.Hour), "alice", 3, "qwen3-8b", 200),
+		ev("req-b1", day.Add(50*time.Hour), "bob", 4, "qwen3-8b", 502),
+	}
+	evs[2].RequestBody = `{"messages":[{"role":"user","content":"the Secret Sauce recipe"}]}`
+	evs[3].Error, evs[3].ErrorCode, evs[3].Decision = "backend gpu1: connection refused", "upstream_error", ""
+	return evs
+}
+
+type searchAnswer struct {
+	Results []map[string]any `json:"results"`
+	Total   int              `json:"total"`
+}
+
+func (e *env) search(key string, params url.Values) searchAnswer {
+	e.t.Helper()
+	status, out := e.call(key, "GET", "/api/admin/audit/search?"+params.Encode(), nil)
+	if status != 200 {
+		e.t.Fatalf("search %v: status %d: %s", params, status, out)
+	}
+	var a searchAnswer
+	if err := json.Unmarshal(out, &a); err != nil {
+		e.t.Fatalf("search %v: %v: %s", params, err, out)
+	}
+	return a
+}
+
+func ids(a searchAnswer) string {
+	var s []string
+	for _, r := range a.Results {
+		s = append(s, r["request_id"].(string))
+	}
+	return strings.Join(s, ",")
+}
+
+func TestAuditSearch(t *testing.T) {
+	e := auditEnv(t, auditSample())
+	for _, tc := range []struct {
+		params string
+		want   string // ids, newest first
+		total  int
+	}{
+		{"", "req-b1,req-a3,req-a2,req-a1", 4},
+		{"user=alice", "req-a3,req-a2,req-a1", 3},
+		{"user_id=4", "req-b1", 1},
+		{"model=qwen3-8b&user=alice", "req-a3,req-a1", 2},
+		{"status=502", "req-b1", 1},
+		{"status=failed", "req-b1", 1},
+		{"status=completed&limit=2", "req-a3,req-a2", 3},
+		{"skip=1&limit=2", "req-a3,req-a2", 4},
+		{"skip=9", "", 4},
+		{"start_date=2026-03-11", "req-b1,req-a3", 2},
+		{"start_date=2026-03-10&end_date=2026-03-10", "req-a2,req-a1", 2},
+		{"start_date=2026-03-10T10:00:00Z&end_date=2026-03-11T12:00:00Z", "req-a3,req-a2", 2},
+		{"search=secret%20SAUCE", "req-a3", 1},
+		{"search_text=connection%20refused", "req-b1", 1},
+		{"search=hi%20there&user=bob", "req-b1", 1},
+		{"search=%25", "", 0},
+		{"user=nobody", "", 0},
+	} {
+		params, err := url.ParseQuery(tc.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{e.adminKey, e.auditorKey} {
+			a := e.search(key, params)
+			if got := ids(a); got != tc.want || a.Total != tc.total {
+				t.Errorf("search %q: %q total %d, want %q total %d", tc.params, got, a.Total, tc.want, tc.total)
+			}
+		}
+	}
+
+	// The row: the reference's audit fields, no content.
+	r := e.search(e.auditorKey, url.Values{"user": {"bob"}}).Results[0]
+	for k, want := range map[string]any{
+		"request_id": "req-b1", "request_uuid": "req-b1", "created_at": "2026-03-12T11:00:00Z", "user": "bob", "user_id": 4.0,
+		"model": "qwen3-8b", "endpoint": "chat", "status": "failed", "status_code": 502.0, "backend": "gpu1",
+		"prompt_tokens": 100.0, "completion_tokens": 20.0, "total_tokens": 120.0, "total_time_ms": 1500.0,
+		"queue_delay_ms": 2.5, "error_message": "backend gpu1: connection refused", "is_streaming": true,
+		"client_ip": "10.1.2.3", "api_key": "key:abcd", "energy_j": 12.5,
+	} {
+		if r[k] != want {
+			t.Errorf("result field %s = %#v, want %#v", k, r[k], want)
+		}
+	}
+	for _, k := range []string{"request_body", "response_body", "decision"} {
+		if _, ok := r[k]; ok {
+			t.Errorf("a search result carries %s", k)
+		}
+	}
+	if d := e.fail(e.aliceKey, "GET", "/api/admin/audit/search", nil, 403); !strings.Contains(d, "admin scope") {
+		t.Errorf("a student searching: %q", d)
+	}
+}
+
+func TestAuditSearchBadParams(t *testing.T) {
+	e := auditEnv(t, auditSample())
+	for params, name := range map[string]string{
+		"limit=1001":           "limit",
+		"limit=0":              "limit",
+		"skip=-1":              "skip",
+		"status=queued":        "status",
+		"status=42":            "status",
+		"user_id=x":            "user_id",
+		"start_date=yesterday": "start_date",
+		"end_date=2026-13-01":  "end_date",
+		"start_date=2026-03-12&end_date=2026-03-10":      "start_date",
+		"search=" + strings.Repeat("x", maxSearchText+1): "search",
+	} {
+		d := e.fail(e.adminKey, "GET", "/api/admin/audit/search?"+params, nil, 400)
+		if !strings.Contains(d, name) {
+			t.Errorf("search?%.40s: %q does not name %s", params, d, name)
+		}
+	}
+}
+
+func TestAuditGet(t *testing.T) {
+	e := auditEnv(t, auditSample())
+	m := e.ok(e.auditorKey, "GET", "/api/admin/audit/req-a3", nil)
+	for k, want := range map[string]any{
+		"request_id": "req-a3", "user": "alice", "status": "completed",
+		"request_body": `{"messages":[{"role":"user","content":"the Secret Sauce recipe"}]}`, "response_body": "hi there",
+	} {
+		if m[k] != want {
+			t.Errorf("field %s = %#v, want %#v", k, m[k], want)
+		}
+	}
+	if d, _ := m["decision"].(map[string]any); d["backend"] != "gpu1" {
+		t.Errorf("decision = %#v, want the stored JSON object", m["decision"])
+	}
+	if st, _ := m["stages_us"].(map[string]any); st["ttft"] != 90000.0 || st["total"] != 1500000.0 {
+		t.Errorf("stages_us = %#v", m["stages_us"])
+	}
+	if m := e.ok(e.adminKey, "GET", "/api/admin/audit/req-b1", nil); m["decision"] != nil {
+		t.Errorf("no decision: %#v, want null", m["decision"])
+	}
+	if d := e.fail(e.adminKey, "GET", "/api/admin/audit/req-zz", nil, 404); !strings.Contains(d, "req-zz") {
+		t.Errorf("unknown id: %q", d)
+	}
+	e.fail(e.aliceKey, "GET", "/api/admin/audit/req-a1", nil, 403)
+	e.fail(e.auditorKey, "DELETE", "/api/admin/audit/req-a1", nil, 405)
+	// The admin audit log keeps its own route.
+	if m := e.ok(e.auditorKey, "GET", "/api/admin/audit/admin", nil); m["events"] == nil {
+		t.Errorf("/audit/admin: %v", m)
+	}
+}
+
+func TestAuditOff(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"/api/admin/audit/search?user=alice", "/api/admin/audit/req-1"} {
+		if d := e.fail(e.adminKey, "GET", p, nil, 503); !strings.Contains(d, "audit") {
+			t.Errorf("GET %s without an audit store: %q", p, d)
+		}
+	}
+}
