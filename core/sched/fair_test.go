@@ -358,7 +358,13 @@ func TestFair_Concurrent(t *testing.T) {
 	if n := f.Waiting(); n != 0 {
 		t.Fatalf("%d still queued", n)
 	}
-	t.Logf("admitted %d, gave up while waiting %d", admitted.Load(), gaveUp.Load())
+	f.mu.Lock()
+	handed := f.grants
+	f.mu.Unlock()
+	if handed == 0 {
+		t.Fatal("no slot was ever handed to a waiter: the test did not queue")
+	}
+	t.Logf("admitted %d (%d handed over from the queue), gave up while waiting %d", admitted.Load(), handed, gaveUp.Load())
 }
 
 // Kick hands slots that appear without a release (a backend back up).
