@@ -42,7 +42,7 @@ func genEvents(n int, seed uint64) []Event {
 			UserAgent: "test/1",
 			Dialect:   "openai",
 			Route:     "chat",
-			Kind:      "chat",
+			Kind:      []string{"chat", "chat", "chat", "embedding"}[i%4],
 			Model:     models[r.IntN(3)],
 			Stream:    r.IntN(2) == 0,
 			Backend:   backends[r.IntN(3)],
@@ -64,6 +64,8 @@ func genEvents(n int, seed uint64) []Event {
 			e.ReasoningTokens = uint32(r.IntN(50))
 			e.EnergyJ = float64(r.IntN(100000)) / 100
 		}
+		e.ClientGone = i%13 == 0
+		e.TokensEstimated = i%17 == 0
 		e.TotalUs = uint32(1000 + r.IntN(5_000_000))
 		e.AuthUs = uint32(r.IntN(100))
 		e.LimitUs = uint32(r.IntN(100))
@@ -73,6 +75,9 @@ func genEvents(n int, seed uint64) []Event {
 		e.QueueUs = uint32(r.IntN(200_000))
 		e.EncodeUs = uint32(r.IntN(300))
 		e.BackendUs = e.TotalUs / 2
+		if i%9 == 0 { // a gateway slower than its backend: overhead beyond total/2
+			e.BackendUs = e.TotalUs / 4
+		}
 		e.RespondUs = uint32(r.IntN(500))
 		e.TTFTUs = uint32(r.IntN(300_000))
 		e.Chunks = uint32(r.IntN(200))
