@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"database/sql"
 	"encoding/json"
 	"net/url"
 	"path/filepath"
@@ -12,12 +11,12 @@ import (
 	"github.com/mindrouter/mindrouter/core/audit"
 )
 
-// auditEnv is env with the request audit read from a real SQLite file
-// holding evs, laid out as the embedded sink's requests table.
+// auditEnv is env with the request audit read from a real embedded sink
+// file holding evs.
 func auditEnv(t *testing.T, evs []audit.Event) *env {
 	t.Helper()
 	e := newEnv(t)
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "audit.db"))
+	db, err := audit.OpenEmbedded(filepath.Join(t.TempDir(), "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +24,6 @@ func auditEnv(t *testing.T, evs []audit.Event) *env {
 	cols := make([]string, len(audit.Columns))
 	for i, c := range audit.Columns {
 		cols[i] = `"` + c + `"`
-	}
-	// Untyped columns: SQLite keeps what it is given, as the sink's typed
-	// table does for these values.
-	if _, err := db.Exec(`CREATE TABLE requests (` + strings.Join(cols, ", ") + `, PRIMARY KEY ("request_id"))`); err != nil {
-		t.Fatal(err)
 	}
 	ins := `INSERT INTO requests (` + strings.Join(cols, ", ") + `) VALUES (?` + strings.Repeat(", ?", len(cols)-1) + `)`
 	for _, v := range evs {

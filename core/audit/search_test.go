@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	_ "modernc.org/sqlite"
 )
 
 // genEvents returns n events spread over five days from base, across
@@ -94,72 +92,16 @@ func genEvents(n int, seed uint64) []Event {
 	return out
 }
 
-// sqliteDDL is the embedded sink's table as the searcher expects it.
-// TODO(HA2): replace with the sink's own migration when it lands.
-const sqliteDDL = `CREATE TABLE requests (
- request_id TEXT PRIMARY KEY, time TEXT NOT NULL, replica TEXT NOT NULL,
- user_id INTEGER NOT NULL, user TEXT NOT NULL, "group" TEXT NOT NULL, key_id TEXT NOT NULL, client_ip TEXT NOT NULL, user_agent TEXT NOT NULL,
- dialect TEXT NOT NULL, route TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, stream INTEGER NOT NULL,
- backend TEXT NOT NULL, node TEXT NOT NULL, gpus TEXT NOT NULL, attempts INTEGER NOT NULL,
- status INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL, finish_reason TEXT NOT NULL, client_gone INTEGER NOT NULL,
- prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, tokens_estimated INTEGER NOT NULL,
- total_us INTEGER NOT NULL, auth_us INTEGER NOT NULL, limit_us INTEGER NOT NULL, read_us INTEGER NOT NULL, check_us INTEGER NOT NULL, decode_us INTEGER NOT NULL, queue_us INTEGER NOT NULL, encode_us INTEGER NOT NULL, backend_us INTEGER NOT NULL, respond_us INTEGER NOT NULL, ttft_us INTEGER NOT NULL,
- chunks INTEGER NOT NULL, bytes_in INTEGER NOT NULL, bytes_out INTEGER NOT NULL,
- request_body TEXT NOT NULL, response_body TEXT NOT NULL, content_truncated INTEGER NOT NULL,
- decision TEXT NOT NULL, energy_j REAL NOT NULL)`
-
-// sqliteWith opens a fresh embedded sink database holding evs.
+// sqliteWith opens a fresh embedded sink holding evs, written by the
+// sink's own code, as the recorder writes it.
 func sqliteWith(t testing.TB, evs []Event) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "audit.db"))
+	db, err := OpenEmbedded(filepath.Join(t.TempDir(), "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(sqliteDDL); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, err := tx.Prepare(`INSERT INTO requests (` + sqliteDialect.columns(Columns) + `) VALUES (?` + strings.Repeat(", ?", len(Columns)-1) + `)`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range evs {
-		args := make([]any, 0, len(Columns))
-		for _, c := range Columns {
-			if c == "time" {
-				args = append(args, evs[i].Time.UTC().Format(sqliteTimeLayout))
-				continue
-			}
-			switch v := field(&evs[i], c).(type) {
-			case *string:
-				args = append(args, *v)
-			case *bool:
-				args = append(args, *v)
-			case *uint8:
-				args = append(args, int64(*v))
-			case *uint16:
-				args = append(args, int64(*v))
-			case *uint32:
-				args = append(args, int64(*v))
-			case *uint64:
-				args = append(args, int64(*v))
-			case *int64:
-				args = append(args, *v)
-			case *float64:
-				args = append(args, *v)
-			default:
-				t.Fatalf("column %s: %T", c, v)
-			}
-		}
-		if _, err := ins.Exec(args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
+	if err := newSQLiteSink(db, false).write(context.Background(), evs, false); err != nil {
 		t.Fatal(err)
 	}
 	return db
