@@ -262,9 +262,13 @@ func (r *Recorder) Lag() time.Duration {
 // Run spools and writes until ctx is done (what is spooled then stays
 // for the next start) or Close has drained the spool.
 func (r *Recorder) Run(ctx context.Context) error {
-	if !r.running.CompareAndSwap(false, true) {
-		return errors.New("audit: Run called twice")
+	r.mu.Lock()
+	if r.closed || r.running.Load() {
+		r.mu.Unlock()
+		return errors.New("audit: Run after Close, or twice")
 	}
+	r.running.Store(true)
+	r.mu.Unlock()
 	defer close(r.ran)
 	spooled := make(chan struct{})
 	go func() {
@@ -287,9 +291,10 @@ func (r *Recorder) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.drainCtx = ctx
+	running := r.running.Load()
 	r.mu.Unlock()
 	close(r.stop)
-	if r.running.Load() {
+	if running {
 		<-r.ran // the loops return promptly once ctx is done
 	}
 	// Run's loops are done: what is still queued goes to the spool here.
