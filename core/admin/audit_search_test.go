@@ -15,7 +15,6 @@ import (
 // file holding evs.
 func auditEnv(t *testing.T, evs []audit.Event) *env {
 	t.Helper()
-	e := newEnv(t)
 	db, err := audit.OpenEmbedded(filepath.Join(t.TempDir(), "audit.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,22 +26,45 @@ func auditEnv(t *testing.T, evs []audit.Event) *env {
 	}
 	ins := `INSERT INTO requests (` + strings.Join(cols, ", ") + `) VALUES (?` + strings.Repeat(", ?", len(cols)-1) + `)`
 	for _, v := range evs {
-		_, err := db.Exec(ins, v.RequestID, v.Time.UTC().Format("2006-01-02 15:04:05.000000"), v.Replica,
-			v.UserID, v.User, v.Group, v.KeyID, v.ClientIP, v.UserAgent,
-			v.Dialect, v.Route, v.Kind, v.Model, v.Stream,
-			v.Backend, v.Node, v.GPUs, int64(v.Attempts),
-			int64(v.Status), v.ErrorCode, v.Error, v.FinishReason, v.ClientGone,
-			int64(v.PromptTokens), int64(v.CompletionTokens), int64(v.ReasoningTokens), int64(v.CachedTokens), v.TokensEstimated,
-			int64(v.TotalUs), int64(v.AuthUs), int64(v.LimitUs), int64(v.ReadUs), int64(v.CheckUs), int64(v.DecodeUs),
-			int64(v.QueueUs), int64(v.EncodeUs), int64(v.BackendUs), int64(v.RespondUs), int64(v.TTFTUs),
-			int64(v.Chunks), int64(v.BytesIn), int64(v.BytesOut),
-			v.RequestBody, v.ResponseBody, v.ContentTruncated, v.Decision, v.EnergyJ)
-		if err != nil {
+		if _, err := db.Exec(ins, eventValues(v, true)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.h = New(Options{Store: e.st, Keys: e.keys, Audit: audit.NewSQLiteSearcher(db)})
+	return withAudit(newEnv(t), audit.NewSQLiteSearcher(db))
+}
+
+// withAudit gives e a Handler that reads the audit through s.
+func withAudit(e *env, s audit.Searcher) *env {
+	e.h = New(Options{Store: e.st, Keys: e.keys, Audit: s})
 	return e
+}
+
+// eventValues are v's columns in audit.Columns order, as the embedded
+// sink (sqlite) or ClickHouse stores them.
+func eventValues(v audit.Event, sqlite bool) []any {
+	b := func(x bool) any {
+		if sqlite {
+			return x
+		}
+		if x {
+			return uint8(1)
+		}
+		return uint8(0)
+	}
+	var tm any = v.Time.UTC()
+	if sqlite {
+		tm = v.Time.UTC().Format("2006-01-02 15:04:05.000000")
+	}
+	return []any{v.RequestID, tm, v.Replica,
+		v.UserID, v.User, v.Group, v.KeyID, v.ClientIP, v.UserAgent,
+		v.Dialect, v.Route, v.Kind, v.Model, b(v.Stream),
+		v.Backend, v.Node, v.GPUs, v.Attempts,
+		v.Status, v.ErrorCode, v.Error, v.FinishReason, b(v.ClientGone),
+		v.PromptTokens, v.CompletionTokens, v.ReasoningTokens, v.CachedTokens, b(v.TokensEstimated),
+		v.TotalUs, v.AuthUs, v.LimitUs, v.ReadUs, v.CheckUs, v.DecodeUs,
+		v.QueueUs, v.EncodeUs, v.BackendUs, v.RespondUs, v.TTFTUs,
+		v.Chunks, v.BytesIn, v.BytesOut,
+		v.RequestBody, v.ResponseBody, b(v.ContentTruncated), v.Decision, v.EnergyJ}
 }
 
 // auditSample: alice's three requests on 10 and 11 March (one mentions
@@ -96,8 +118,9 @@ func ids(a searchAnswer) string {
 	return strings.Join(s, ",")
 }
 
-func TestAuditSearch(t *testing.T) {
-	e := auditEnv(t, auditSample())
+func TestAuditSearch(t *testing.T) { auditSearchCases(t, auditEnv(t, auditSample())) }
+
+func auditSearchCases(t *testing.T, e *env) {
 	for _, tc := range []struct {
 		params string
 		want   string // ids, newest first
@@ -177,8 +200,9 @@ func TestAuditSearchBadParams(t *testing.T) {
 	}
 }
 
-func TestAuditGet(t *testing.T) {
-	e := auditEnv(t, auditSample())
+func TestAuditGet(t *testing.T) { auditGetCases(t, auditEnv(t, auditSample())) }
+
+func auditGetCases(t *testing.T, e *env) {
 	m := e.ok(e.auditorKey, "GET", "/api/admin/audit/req-a3", nil)
 	for k, want := range map[string]any{
 		"request_id": "req-a3", "user": "alice", "status": "completed",
