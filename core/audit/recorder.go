@@ -196,7 +196,11 @@ func clip(b []byte, n int, cut bool) (string, bool) {
 // fillEvent copies o's fields (strings are immutable; nothing aliases a
 // server buffer) into e.
 func fillEvent(e *Event, o *outcome.Outcome, replica string) {
-	e.RequestID, e.Time, e.Replica = o.RequestID, o.Start.UTC().Truncate(time.Microsecond), replica
+	start := o.Start
+	if start.IsZero() { // a path that never set it: the row still needs a time
+		start = time.Now()
+	}
+	e.RequestID, e.Time, e.Replica = o.RequestID, start.UTC().Truncate(time.Microsecond), replica
 	e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent = o.UserID, o.User, o.Group, o.KeyID, o.ClientIP, o.UserAgent
 	e.Dialect, e.Route, e.Kind, e.Model, e.Stream = o.Dialect, o.Route, o.Kind, o.Model, o.Stream
 	e.Backend, e.Node, e.GPUs, e.Attempts = o.Backend, o.Node, o.GPUs, uint8(min(max(o.Attempts, 0), math.MaxUint8))
@@ -486,7 +490,7 @@ func (r *Recorder) writeBatch(ctx context.Context, evs []Event, start, end int64
 			return false
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, 2*time.Second)
 	}
 	if err := r.sp.ack(end); err != nil {
 		// Stored but not acknowledged: sending covers it, so the next

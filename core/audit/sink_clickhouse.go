@@ -105,9 +105,9 @@ func (s *chSink) write(ctx context.Context, evs []Event, maybeSent bool) error {
 // looking only in their time range (partition pruning), a few thousand
 // ids per query to stay under max_query_size.
 func (s *chSink) stored(ctx context.Context, evs []Event) (map[string]struct{}, error) {
-	lo, hi := evs[0].Time, evs[0].Time
+	lo, hi := chTime(evs[0].Time), chTime(evs[0].Time)
 	for i := range evs {
-		lo, hi = minTime(lo, evs[i].Time), maxTime(hi, evs[i].Time)
+		lo, hi = minTime(lo, chTime(evs[i].Time)), maxTime(hi, chTime(evs[i].Time))
 	}
 	out := map[string]struct{}{}
 	const chunk = 2000
@@ -210,7 +210,7 @@ func (c *chColumns) fill(evs []Event) {
 			c.u32[j] = append(c.u32[j], v)
 		}
 		c.u64[0], c.u64[1] = append(c.u64[0], e.BytesIn), append(c.u64[1], e.BytesOut)
-		c.time = append(c.time, e.Time)
+		c.time = append(c.time, chTime(e.Time))
 		c.i64 = append(c.i64, e.UserID)
 		c.u16 = append(c.u16, e.Status)
 		c.f64 = append(c.f64, sanitizeFloat(e.EnergyJ))
@@ -252,6 +252,23 @@ func (c *chColumns) values() []any {
 		}
 	}
 	return out
+}
+
+// DateTime's range (UTC): a time outside it would fail the whole batch
+// (and every retry of it), so it is clamped.
+var (
+	chTimeMin = time.Unix(0, 0).UTC()
+	chTimeMax = time.Date(2105, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+func chTime(t time.Time) time.Time {
+	if t.Before(chTimeMin) {
+		return chTimeMin
+	}
+	if t.After(chTimeMax) {
+		return chTimeMax
+	}
+	return t
 }
 
 func b2u(v bool) uint8 {
