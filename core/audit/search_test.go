@@ -171,6 +171,8 @@ func searchCases() []struct {
 		{"text and user", Query{Text: "needle", User: "user1"}},
 		{"text with SQL in it", Query{Text: `x' OR 1=1 --`}},
 		{"text with LIKE wildcards", Query{Text: "%"}},
+		{"text with quotes, escapes and placeholders", Query{Text: "it's ? \\ `x` @p $1", User: "user4"}},
+		{"text that the data holds, with a quote", Query{Text: `"content":"find`}},
 		{"nobody", Query{User: "nobody"}},
 	}
 }
