@@ -42,10 +42,11 @@ type Backend struct {
 	waiting  atomic.Int64 // requests waiting for a slot
 	adapter  atomic.Pointer[pluginhost.Plugin]
 	status   atomic.Pointer[Status]
-	state    atomic.Uint32            // an admin's choice: stateEnabled, stateDisabled, stateDraining
-	priority atomic.Int64             // an admin's preference (SetPriority)
-	tel      telemetry                // latency and throughput EMAs (telemetry.go)
-	gpu      atomic.Pointer[GPUStats] // its GPUs' figures from the sidecar; nil: unknown (sidecar.go)
+	place    atomic.Pointer[placement] // its node and GPUs (SetNodes)
+	state    atomic.Uint32             // an admin's choice: stateEnabled, stateDisabled, stateDraining
+	priority atomic.Int64              // an admin's preference (SetPriority)
+	tel      telemetry                 // latency and throughput EMAs (telemetry.go)
+	gpu      atomic.Pointer[GPUStats]  // its GPUs' figures from the sidecar; nil: unknown (sidecar.go)
 }
 
 // Admin states of a backend. A disabled or draining backend gets no new

@@ -25,6 +25,9 @@ type Discoverer struct {
 	timeout time.Duration
 	done    chan struct{} // closed after the first round
 	once    sync.Once
+	// AfterRound, when set before Run, runs after each round (the
+	// scheduler hands capacity that came back to its waiters).
+	AfterRound func()
 }
 
 // NewDiscoverer returns a Discoverer for reg's backends.
@@ -71,6 +74,9 @@ func (d *Discoverer) Round(ctx context.Context) {
 	}
 	wg.Wait()
 	d.once.Do(func() { close(d.done) })
+	if d.AfterRound != nil {
+		d.AfterRound()
+	}
 }
 
 // adapterFor finds the loaded plugin (a module of one adapter or a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,11 @@ func (r *Registry) SetNodes(nodes []Node) error {
 	var errs []error
 	names := map[string]bool{}
 	placed := map[string]string{} // backend → node
+	type placed2 struct {
+		b *Backend
+		p *placement
+	}
+	var places []placed2 // applied once every node checked out
 	for _, n := range nodes {
 		if n.Name == "" || n.URL == "" {
 			errs = append(errs, fmt.Errorf("set nodes: %v: a node needs a name and a sidecar url", n))
@@ -123,6 +129,7 @@ func (r *Registry) SetNodes(nodes []Node) error {
 			}
 			placed[name] = n.Name
 			gpus = slices.Compact(slices.Sorted(slices.Values(gpus)))
+			places = append(places, placed2{b, &placement{node: n.Name, gpus: joinInts(gpus)}})
 			p.node.Backends[name] = gpus
 			p.backends = append(p.backends, gpuUser{b: b, gpus: gpus})
 		}
@@ -134,8 +141,12 @@ func (r *Registry) SetNodes(nodes []Node) error {
 		return err
 	}
 	r.sidecars.Store(set)
+	for _, x := range places {
+		x.b.place.Store(x.p)
+	}
 	for _, b := range r.backends {
 		if placed[b.Name] == "" {
+			b.place.Store(nil)
 			b.gpu.Store(nil)
 		}
 	}
@@ -263,4 +274,27 @@ func gpuStats(node string, at time.Time, info *wire.GPUInfo, indices []int) *GPU
 		st.PowerW = 0
 	}
 	return st
+}
+
+// placement is where a backend runs, for the audit.
+type placement struct{ node, gpus string }
+
+// Placement names the backend's node and its GPU indices ("0,1"; "" for
+// all of the node's GPUs), as SetNodes gave them; "", "" when on no node.
+func (b *Backend) Placement() (node, gpus string) {
+	if p := b.place.Load(); p != nil {
+		return p.node, p.gpus
+	}
+	return "", ""
+}
+
+func joinInts(v []int) string {
+	var b []byte
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return string(b)
 }

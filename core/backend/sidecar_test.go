@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sidecar/server"
 	"github.com/mindrouter/mindrouter/sidecar/wire"
@@ -341,5 +342,33 @@ func TestNode_StringHidesKey(t *testing.T) {
 		if strings.Contains(s, sidecarKey) || !strings.Contains(s, "gpu-1") {
 			t.Errorf("%q", s)
 		}
+	}
+}
+
+// Placement names the node and GPUs SetNodes gave a backend, and nothing
+// changes when SetNodes refuses the list.
+func TestRegistry_Placement(t *testing.T) {
+	cfg := config.Default()
+	cfg.Backends = []config.Backend{{Name: "a", Engine: "vllm", URL: "http://127.0.0.1:1", MaxConcurrent: 1},
+		{Name: "b", Engine: "vllm", URL: "http://127.0.0.1:2", MaxConcurrent: 1}}
+	r, err := NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetNodes([]Node{{Name: "n1", URL: "http://127.0.0.1:3", Backends: map[string][]int{"a": {1, 0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, g := r.Backend("a").Placement(); n != "n1" || g != "0,1" {
+		t.Errorf("a: %q %q", n, g)
+	}
+	if n, g := r.Backend("b").Placement(); n != "" || g != "" {
+		t.Errorf("b: %q %q", n, g)
+	}
+	err = r.SetNodes([]Node{{Name: "n2", URL: "http://127.0.0.1:3", Backends: map[string][]int{"b": {2}, "nope": {0}}}})
+	if err == nil {
+		t.Fatal("an unknown backend was accepted")
+	}
+	if n, _ := r.Backend("b").Placement(); n != "" {
+		t.Errorf("a refused SetNodes placed b on %q", n)
 	}
 }

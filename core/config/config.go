@@ -40,6 +40,7 @@ type Config struct {
 	Accounts  Accounts  `yaml:"accounts"`
 	Quota     Quota     `yaml:"quota"`
 	Audit     Audit     `yaml:"audit"`
+	Scheduler Scheduler `yaml:"scheduler"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -202,6 +203,28 @@ type Quota struct {
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 }
 
+// Scheduler configures who goes next (fair sharing between users) and
+// where (backend scoring); core/sched and core/score document both.
+type Scheduler struct {
+	// Policy: "fair" (default: weighted deficit round robin over users,
+	// scored placement) or "least_loaded" (first come, first served).
+	Policy string `yaml:"policy"`
+	// Quantum is the credit, in estimated tokens, a waiting user earns per
+	// round and unit of weight (0: the scheduler's default).
+	Quantum float64 `yaml:"quantum"`
+	// BurstCredit is what an idle user may spend at once, per unit of
+	// weight (0: default; negative: none); BurstRefill how long idleness
+	// takes to refill it.
+	BurstCredit float64  `yaml:"burst_credit"`
+	BurstRefill Duration `yaml:"burst_refill"`
+	// StarvationAfter: a user left unserved this long goes first.
+	StarvationAfter Duration `yaml:"starvation_after"`
+	// Weights of the soft scores (loaded, gpu_util, queue_depth, latency,
+	// throughput, priority, kv_cache, waiting); unnamed ones keep their
+	// defaults.
+	Weights map[string]float64 `yaml:"weights"`
+}
+
 // Audit configures the record of every request.
 type Audit struct {
 	// Enabled records requests (default true).
@@ -283,7 +306,7 @@ func Default() *Config {
 		Timeouts: Timeouts{
 			Request:    Duration(10 * time.Minute),
 			StreamIdle: Duration(5 * time.Minute),
-			QueueWait:  Duration(30 * time.Second),
+			QueueWait:  Duration(150 * time.Second),
 			Connect:    Duration(5 * time.Second),
 			HeaderRead: Duration(10 * time.Second),
 			BodyRead:   Duration(60 * time.Second),
@@ -295,6 +318,7 @@ func Default() *Config {
 		Store:     Store{Driver: "sqlite", DSN: "data/mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
 		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
+		Scheduler: Scheduler{Policy: "fair"},
 		Audit: Audit{Spool: "data/audit-spool", Embedded: "data/audit.db", MaxContentBytes: 64 << 10,
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
@@ -469,6 +493,24 @@ func (c *Config) Validate() error {
 	}
 	if c.Quota.DefaultMaxTokens < 1 {
 		add("quota.default_max_tokens: must be >= 1")
+	}
+	switch c.Scheduler.Policy {
+	case "fair", "least_loaded":
+	default:
+		add("scheduler.policy: %q is not one of fair, least_loaded", c.Scheduler.Policy)
+	}
+	if c.Scheduler.Quantum < 0 || c.Scheduler.BurstRefill < 0 || c.Scheduler.StarvationAfter < 0 {
+		add("scheduler: quantum, burst_refill and starvation_after must not be negative")
+	}
+	for k, v := range c.Scheduler.Weights {
+		switch k {
+		case "loaded", "gpu_util", "queue_depth", "latency", "throughput", "priority", "kv_cache", "waiting":
+		default:
+			add("scheduler.weights.%s: unknown score (loaded, gpu_util, queue_depth, latency, throughput, priority, kv_cache, waiting)", k)
+		}
+		if v < 0 {
+			add("scheduler.weights.%s: must not be negative", k)
+		}
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

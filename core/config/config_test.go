@@ -14,7 +14,7 @@ func TestLoad_DeployExample(t *testing.T) {
 	if len(c.Backends) != 2 || c.Backends[1].Engine != "ollama" || c.Backends[1].MaxConcurrent != 4 {
 		t.Fatalf("backends = %+v", c.Backends)
 	}
-	if c.Timeouts.QueueWait.D() != 30*time.Second {
+	if c.Timeouts.QueueWait.D() != 150*time.Second {
 		t.Fatalf("queue_wait = %v", c.Timeouts.QueueWait.D())
 	}
 	if !strings.HasSuffix(c.PluginsPath(), "plugins.yaml") {

@@ -151,23 +151,6 @@ func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Back
 	return out, nil
 }
 
-// applyStates gives the registry's backends the admin states the store
-// holds (disabled or draining survive a restart).
-func applyStates(ctx context.Context, st store.Store, reg *backend.Registry) error {
-	all, err := st.Backends(ctx)
-	if err != nil {
-		return fmt.Errorf("read backend states: %w", err)
-	}
-	for _, b := range all {
-		if rb := reg.Backend(b.Name); rb != nil && b.Status != "" {
-			if err := rb.SetState(b.Status); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // close stops the background work (the authenticator's use counts and
 // the limiter's counters are written a last time) and closes the store
 // and Redis.

@@ -94,12 +94,13 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	rcfg.Backends = backends
 	reg, err := backend.NewRegistry(&rcfg)
 	if err == nil {
-		err = applyStates(ctx, acct.st, reg)
+		err = applyStore(ctx, acct.st, reg)
 	}
 	if err != nil {
 		_ = acct.close(context.Background())
 		return nil, err
 	}
+	admitter, kick := newAdmitter(o.Config, reg, o.Config.AuditOn())
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
@@ -127,6 +128,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	discC := &funcComponent{name: "discovery",
 		start: func(context.Context) error {
 			disc = backend.NewDiscoverer(reg, g.Host, o.Config.Discovery.Timeout.D(), log)
+			disc.AfterRound = kick
 			dctx, stop := context.WithCancel(gctx)
 			done := make(chan struct{})
 			go func() { defer close(done); disc.Run(dctx, o.Config.Discovery.Interval.D()) }()
@@ -147,7 +149,8 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: liveBackends{reg}, Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
-		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Logger: log, Observers: o.Observers})
+		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: o.Config.AuditOn(),
+		Logger: log, Observers: o.Observers})
 	var comps []Component
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",

@@ -2,9 +2,12 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/netip"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/outcome"
 )
 
 // parseProxies reads audit.trusted_proxies (validated with the config).
@@ -82,6 +85,26 @@ func (ex *exchange) keepResponse(p []byte) {
 	ex.resp = append(ex.resp, p...)
 }
 
+// observeBackend feeds a successful request's figures to its backend's
+// telemetry (latency, time to first byte, tokens per second, model
+// loaded), which the scheduler's scores read.
+func (ex *exchange) observeBackend() {
+	b, o := ex.backend, &ex.out
+	if b == nil || o.Status != fasthttp.StatusOK || ex.clientGone {
+		return
+	}
+	if o.Stream {
+		b.ObserveTTFB(o.Stages[outcome.StageBackend])
+		b.ObserveTokens(o.Usage.Completion, o.Stages[outcome.StageRespond])
+	} else {
+		b.ObserveLatency(o.Stages[outcome.StageBackend])
+		b.ObserveTokens(o.Usage.Completion, o.Stages[outcome.StageBackend])
+	}
+	if ex.req.Model != "" {
+		b.MarkLoaded(ex.req.Model)
+	}
+}
+
 // fillAudit completes the Outcome for the observers (finish).
 func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	o := &ex.out
@@ -90,6 +113,12 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	}
 	o.UserAgent = string(ex.ua)
 	o.UserID = ex.principal.UserID
+	if ex.backend != nil {
+		o.Node, o.GPUs = ex.backend.Placement()
+	}
+	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
+		o.Decision, _ = json.Marshal(&ex.decision)
+	}
 	keep := ex.s.keep
 	if keep <= 0 {
 		return

@@ -164,6 +164,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 		o.Status = ctx.Response.StatusCode()
 	}
 	o.Duration = time.Since(ex.start)
+	ex.observeBackend()
 	ex.releaseHeld()
 	if ctx != nil && ex.watch.stole {
 		ctx.SetConnectionClose()

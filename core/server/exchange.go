@@ -73,6 +73,7 @@ type exchange struct {
 	unary *plugcall.Unary
 
 	sreq       sched.Request
+	decision   sched.Decision // the scheduler's, when the audit records it
 	lease      sched.Lease
 	backend    *backend.Backend
 	tver, aver *pluginhost.Version
@@ -139,6 +140,12 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.body, ex.bodyHeld = ex.body[:0], 0
 	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
 	ex.sreq.Exclude = ex.sreq.Exclude[:0]
+	ex.sreq.Decision = nil
+	if s.recordDecisions {
+		ex.decision.Record = true
+		ex.decision.Reset()
+		ex.sreq.Decision = &ex.decision
+	}
 	ex.lease, ex.backend = nil, nil
 	ex.tver, ex.aver = nil, nil
 	ex.split = nil

@@ -68,6 +68,8 @@ type Server struct {
 	// (audit.max_content_bytes; 0: none); proxies are audit.trusted_proxies.
 	keep    int
 	proxies []netip.Prefix
+	// recordDecisions: the scheduler's decisions go to the observers.
+	recordDecisions bool
 
 	fetcher *fetchguard.Fetcher // nil: images.fetch is off
 	tokens  *tokens.Counter
@@ -86,6 +88,9 @@ type Options struct {
 	Limiter  Limiter        // nil: NoLimits
 	Admitter sched.Admitter // nil: sched.NewLeastLoaded over Registry
 	Admin    Admin          // nil: no account or admin API
+	// RecordDecisions asks the Admitter for its decisions (sched.Decision)
+	// and hands them to the observers as JSON (the audit).
+	RecordDecisions bool
 	// Observers are told about every finished request, in order.
 	Observers []outcome.Observer
 	Logger    *slog.Logger
@@ -110,6 +115,7 @@ func New(ctx context.Context, o Options) *Server {
 		s.keep = o.Config.Audit.MaxContentBytes
 	}
 	s.proxies = parseProxies(o.Config.Audit.TrustedProxies)
+	s.recordDecisions = len(s.observers) > 0 && o.RecordDecisions
 	var err error
 	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
 		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))
