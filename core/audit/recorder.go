@@ -80,8 +80,12 @@ type Recorder struct {
 	dropped   atomic.Uint64
 	damaged   atomic.Uint64
 	pending   atomic.Int64 // events accepted, not yet in the sink
-	caughtUp  atomic.Int64 // unix nanoseconds when pending was last 0
 	dropLogAt atomic.Int64
+
+	// stamps say when spool offsets were written (coalesced to one per
+	// 100 ms), oldest first, down to the acknowledged offset: Lag.
+	stampMu sync.Mutex
+	stamps  []stamp
 
 	stop     chan struct{} // closed by Close
 	drainCtx context.Context
@@ -130,8 +134,8 @@ func New(o Options) (*Recorder, error) {
 	}
 	r.sp = sp
 	r.pending.Store(pending)
-	r.caughtUp.Store(time.Now().UnixNano())
 	if pending > 0 {
+		r.stamps = append(r.stamps, stamp{end: sp.durable.Load(), at: time.Now().UnixNano()})
 		log.Info("audit: replaying the spool", "events", pending, "bytes", sp.bytes())
 	}
 	if o.ClickHouse != nil {
@@ -254,13 +258,39 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // Damaged is the number of spool records skipped as unreadable.
 func (r *Recorder) Damaged() uint64 { return r.damaged.Load() }
 
-// Lag is how long the sink has been behind: 0 when every accepted event
-// is stored, otherwise the time since it last was.
+// Lag is the age of the oldest spooled event not yet in the sink (how
+// long ago it was spooled, to within 100 ms; for events replayed from an
+// earlier process, since this one opened the spool); 0 when none.
 func (r *Recorder) Lag() time.Duration {
-	if r.pending.Load() <= 0 {
+	r.stampMu.Lock()
+	defer r.stampMu.Unlock()
+	if len(r.stamps) == 0 {
 		return 0
 	}
-	return time.Since(time.Unix(0, r.caughtUp.Load()))
+	return time.Since(time.Unix(0, r.stamps[0].at))
+}
+
+type stamp struct{ end, at int64 }
+
+func (r *Recorder) stampSpooled(end int64) {
+	now := time.Now().UnixNano()
+	r.stampMu.Lock()
+	if n := len(r.stamps); n > 0 && now-r.stamps[n-1].at < int64(100*time.Millisecond) {
+		r.stamps[n-1].end = end
+	} else {
+		r.stamps = append(r.stamps, stamp{end: end, at: now})
+	}
+	r.stampMu.Unlock()
+}
+
+func (r *Recorder) stampAcked(end int64) {
+	r.stampMu.Lock()
+	i := 0
+	for i < len(r.stamps) && r.stamps[i].end <= end {
+		i++
+	}
+	r.stamps = append(r.stamps[:0], r.stamps[i:]...)
+	r.stampMu.Unlock()
 }
 
 // Run spools and writes until ctx is done (what is spooled then stays
@@ -377,6 +407,7 @@ func (r *Recorder) spoolQueued() error {
 			return err
 		}
 		r.spooled.Add(uint64(len(batch)))
+		r.stampSpooled(r.sp.durable.Load())
 		if r.sp.bytes() >= r.o.MaxSpoolBytes && !r.full.Swap(true) {
 			r.log.Error("audit: the spool is full; new events are dropped until the sink catches up",
 				"spool_bytes", r.sp.bytes(), "max_spool_bytes", r.o.MaxSpoolBytes)
@@ -440,7 +471,9 @@ func (r *Recorder) sinkLoop(ctx context.Context, spooled <-chan struct{}) {
 			}
 			if len(evs) == 0 {
 				if end > start { // only damaged records: move past them
-					_ = r.sp.ack(end)
+					if r.sp.ack(end) == nil {
+						r.stampAcked(end)
+					}
 				}
 				break
 			}
@@ -454,9 +487,6 @@ func (r *Recorder) sinkLoop(ctx context.Context, spooled <-chan struct{}) {
 			if len(evs) < r.o.BatchRows && !draining {
 				break
 			}
-		}
-		if r.pending.Load() <= 0 {
-			r.caughtUp.Store(time.Now().UnixNano())
 		}
 		if draining && (r.sp.bytes() == 0 || wctx.Err() != nil) {
 			return
@@ -498,6 +528,7 @@ func (r *Recorder) writeBatch(ctx context.Context, evs []Event, start, end int64
 		r.log.Error("audit: spool cursor", "err", err)
 		return false
 	}
+	r.stampAcked(end)
 	r.written.Add(uint64(len(evs)))
 	r.pending.Add(-int64(len(evs)))
 	if r.full.Load() && r.sp.bytes() < r.o.MaxSpoolBytes*9/10 {

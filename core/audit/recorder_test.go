@@ -140,6 +140,13 @@ func TestRecorderClickHouse(t *testing.T) {
 	if want.QueueUs != 6 || want.TTFTUs != 40000 || want.TotalUs != 250000 || want.TokensEstimated == o.Usage.Reported {
 		t.Errorf("outcome mapping: %+v", want)
 	}
+	// The rows can be visible a moment before the batch is acknowledged.
+	for wait := time.Now().Add(10 * time.Second); r.Written() < 50 && time.Now().Before(wait); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.Lag() != 0 {
+		t.Errorf("Lag %v with everything written", r.Lag())
+	}
 	if r.Written() != 50 || r.Spooled() != 50 || r.Pending() != 0 {
 		t.Errorf("Written %d Spooled %d Pending %d, want 50 50 0", r.Written(), r.Spooled(), r.Pending())
 	}

@@ -28,28 +28,46 @@ type chSink struct {
 	cols     chColumns
 }
 
-func newCHSink(o *CHOptions) (*chSink, error) {
-	db := o.Database
-	if db == "" {
-		db = "mindrouter"
+// DatabaseName is o's database, "mindrouter" when unset.
+func (o *CHOptions) DatabaseName() string {
+	if o.Database == "" {
+		return "mindrouter"
 	}
-	if !validDatabase.MatchString(db) {
-		return nil, fmt.Errorf("audit: clickhouse database name %q: letters, digits and _ only", db)
+	return o.Database
+}
+
+// OpenClickHouse returns a connection pool to o's servers (native
+// protocol, LZ4), as the recorder uses; the admin API's reader can share
+// the options. It does not dial: the first query does.
+func OpenClickHouse(o *CHOptions) (driver.Conn, error) {
+	if !validDatabase.MatchString(o.DatabaseName()) {
+		return nil, fmt.Errorf("audit: clickhouse database name %q: letters, digits and _ only", o.DatabaseName())
 	}
 	dial := o.DialTimeout
 	if dial <= 0 {
 		dial = 5 * time.Second
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        o.Addr,
+		Addr: o.Addr,
+		// Queries name the database; "default" always exists, so a
+		// connection works before the migration has created ours.
 		Auth:        clickhouse.Auth{Database: "default", Username: o.Username, Password: o.Password},
 		DialTimeout: dial,
 		// LZ4 halves what crosses the network for text-heavy rows.
 		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
-		MaxOpenConns: 2,
+		MaxOpenConns: 4,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: clickhouse options: %w", err)
+	}
+	return conn, nil
+}
+
+func newCHSink(o *CHOptions) (*chSink, error) {
+	db := o.DatabaseName()
+	conn, err := OpenClickHouse(o)
+	if err != nil {
+		return nil, err
 	}
 	quoted := make([]string, len(Columns))
 	for i, c := range Columns {
