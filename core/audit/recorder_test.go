@@ -256,6 +256,9 @@ func TestRecorderEmbedded(t *testing.T) {
 		return r
 	}
 	r := open()
+	if _, err := New(Options{Dir: dir, EmbeddedPath: dbPath}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("a second recorder on the same spool: %v, want in use", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()

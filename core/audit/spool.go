@@ -38,6 +38,7 @@ type spool struct {
 	dir      string
 	segBytes int64
 	log      *slog.Logger
+	lock     *os.File
 
 	mu   sync.Mutex
 	segs []int64 // segment start offsets, ascending; the last is appended to
@@ -77,7 +78,17 @@ func openSpool(dir string, segBytes int64, log *slog.Logger) (*spool, int64, err
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, 0, fmt.Errorf("audit: create spool directory: %w", err)
 	}
-	s := &spool{dir: dir, segBytes: segBytes, log: log}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	s := &spool{dir: dir, segBytes: segBytes, log: log, lock: lock}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
 	acked, sending, err := s.readCursor()
 	if err != nil {
 		return nil, 0, err
@@ -148,6 +159,7 @@ func openSpool(dir string, segBytes int64, log *slog.Logger) (*spool, int64, err
 	s.durable.Store(s.end)
 	s.acked.Store(acked)
 	s.pos, s.sending = acked, min(sending, s.end)
+	ok = true
 	return s, pending, nil
 }
 
@@ -431,6 +443,7 @@ func (s *spool) close() error {
 	if s.r != nil {
 		s.r.Close()
 	}
+	defer s.lock.Close()
 	if err := s.w.Close(); err != nil {
 		return fmt.Errorf("audit: close spool: %w", err)
 	}
