@@ -442,8 +442,10 @@ func TestObserveNeverBlocks(t *testing.T) {
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()
 	deadline := time.Now().Add(20 * time.Second)
+	observed := uint64(1000)
 	for i := 1000; r.SpoolBytes() < 64<<10; i++ {
 		r.Observe(testOutcome(i))
+		observed++
 		if i%100 == 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -451,7 +453,13 @@ func TestObserveNeverBlocks(t *testing.T) {
 			t.Fatalf("spool at %d bytes after 20s", r.SpoolBytes())
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // the last group commit
+	// The last group commit: every event is spooled or dropped, and the
+	// spool is full.
+	for wait := time.Now().Add(10 * time.Second); r.Spooled()+r.Dropped() < observed || !r.full.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("%d spooled and %d dropped of %d, spool full %v, after 10s", r.Spooled(), r.Dropped(), observed, r.full.Load())
+		}
+	}
 	before, spooled := r.Dropped(), r.Spooled()
 	done = make(chan struct{})
 	go func() {
@@ -465,7 +473,6 @@ func TestObserveNeverBlocks(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Observe blocked with the spool full")
 	}
-	time.Sleep(50 * time.Millisecond)
 	if r.Dropped()-before != 1000 || r.Spooled() != spooled {
 		t.Errorf("spool full: %d more dropped (want 1000), %d more spooled (want 0)", r.Dropped()-before, r.Spooled()-spooled)
 	}
