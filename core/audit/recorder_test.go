@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,31 +167,39 @@ func TestRecorderClickHouseDown(t *testing.T) {
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()
 
-	const n = 20000
-	var wg sync.WaitGroup
-	produced := make(chan int, 1)
-	wg.Add(1)
+	// A steady load: about 10,000 requests a second until told to stop.
+	var produced atomic.Int64
+	stopLoad := make(chan struct{})
+	loaded := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		for i := range n {
-			r.Observe(testOutcome(i))
-			if i%500 == 0 {
-				time.Sleep(10 * time.Millisecond) // spread over about half a second
+		defer close(loaded)
+		for i := 0; ; i++ {
+			select {
+			case <-stopLoad:
+				return
+			default:
 			}
-			if i == n/4 {
-				produced <- i
+			r.Observe(testOutcome(i))
+			produced.Add(1)
+			if i%100 == 99 {
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
 	}()
-	<-produced
 	waitRows(t, conn, chs.Database, 1, 10*time.Second) // some got through
 	chs.Stop()
-	time.Sleep(1500 * time.Millisecond) // load goes on while it is down
-	if r.Pending() == 0 {
-		t.Error("nothing pending while ClickHouse was down")
+	atStop := produced.Load()
+	time.Sleep(time.Second) // the load goes on while it is down
+	duringDown := produced.Load() - atStop
+	if duringDown == 0 || r.Pending() < duringDown {
+		t.Errorf("%d events while ClickHouse was down, %d pending", duringDown, r.Pending())
 	}
 	chs.Start(t)
-	wg.Wait()
+	time.Sleep(500 * time.Millisecond) // and after it is back
+	close(stopLoad)
+	<-loaded
+	n := uint64(produced.Load())
+	t.Logf("%d events, %d of them while ClickHouse was down", n, duringDown)
 	waitRows(t, conn, chs.Database, n, 60*time.Second)
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
