@@ -246,7 +246,7 @@ func (r *Recorder) Written() uint64 { return r.written.Load() }
 
 // Pending is the number of accepted events not yet in the sink (queued,
 // or spooled by this or an earlier process).
-func (r *Recorder) Pending() int64 { return r.pending.Load() }
+func (r *Recorder) Pending() int64 { return max(r.pending.Load(), 0) }
 
 // SpoolBytes is the spool's backlog in bytes.
 func (r *Recorder) SpoolBytes() int64 { return r.sp.bytes() }
