@@ -527,3 +527,24 @@ func TestCHColumns(t *testing.T) {
 		t.Errorf("request_id column %v", v[0])
 	}
 }
+
+// After Close, Observe drops (counted) and Run refuses.
+func TestRecorderAfterClose(t *testing.T) {
+	r, err := New(Options{Dir: t.TempDir(), EmbeddedPath: filepath.Join(t.TempDir(), "audit.db"), Log: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.Observe(testOutcome(1))
+	if r.Dropped() != 1 || r.Pending() != 0 {
+		t.Errorf("after Close: Dropped %d Pending %d, want 1 and 0", r.Dropped(), r.Pending())
+	}
+	if err := r.Run(context.Background()); err == nil {
+		t.Error("Run after Close returned nil")
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
