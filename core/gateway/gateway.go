@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/admin"
+	"github.com/mindrouter/mindrouter/core/audit"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
@@ -100,8 +101,22 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		_ = acct.close(context.Background())
 		return nil, err
 	}
-	admitter, kick := newAdmitter(o.Config, reg, o.Config.AuditOn())
+	aud, err := openAudit(ctx, o.Config, o.Replica, log)
+	if err != nil {
+		_ = acct.close(context.Background())
+		return nil, err
+	}
+	observers := o.Observers
+	var searcher audit.Searcher
+	if aud != nil {
+		observers = append(append([]outcome.Observer(nil), observers...), aud.rec)
+		searcher = aud.search
+	}
+	admitter, kick := newAdmitter(o.Config, reg, aud != nil)
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
+	// The audit closes after the listener drained: the last requests are
+	// recorded (or left in the spool for the next start).
+	auditC := &funcComponent{name: "audit", start: func(context.Context) error { return nil }, close: aud.close}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
 	// first), not cancel their plugin calls mid-way.
@@ -143,14 +158,15 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		},
 		close: func(context.Context) error { g.stopDiscovery(); return nil },
 	}
-	if err := g.life.start(ctx, acctC, hostC, discC); err != nil {
+	if err := g.life.start(ctx, acctC, auditC, hostC, discC); err != nil {
 		g.abort()
 		return nil, err
 	}
-	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: liveBackends{reg}, Log: log})
+	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: liveBackends{reg},
+		Audit: searcher, Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
-		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: o.Config.AuditOn(),
-		Logger: log, Observers: o.Observers})
+		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
+		Logger: log, Observers: observers})
 	var comps []Component
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",

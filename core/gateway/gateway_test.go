@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,10 @@ backends:
 	}
 	if cfg.Store.DSN == config.Default().Store.DSN {
 		cfg.Store.DSN = ":memory:" // each gateway its own throw-away store
+	}
+	if cfg.Audit.Spool == config.Default().Audit.Spool { // each gateway its own audit spool and sink
+		d := t.TempDir()
+		cfg.Audit.Spool, cfg.Audit.Embedded = filepath.Join(d, "spool"), filepath.Join(d, "audit.db")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

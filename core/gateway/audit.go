@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/mindrouter/mindrouter/core/audit"
+	"github.com/mindrouter/mindrouter/core/config"
+)
+
+// auditPart is the audit recorder (an observer of every request), its
+// reader for the admin API, and the analysts' views in ClickHouse.
+type auditPart struct {
+	rec    *audit.Recorder
+	search audit.Searcher
+	conn   driver.Conn // the reader's ClickHouse connection; nil: embedded
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// openAudit starts the recorder when audit.enabled. ClickHouse being down
+// at start is not an error: events wait in the spool, and the views are
+// created on a later start.
+func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slog.Logger) (*auditPart, error) {
+	if !cfg.AuditOn() {
+		return nil, nil
+	}
+	var ch *audit.CHOptions
+	if a := cfg.Audit.ClickHouse; len(a.Addr) > 0 {
+		ch = &audit.CHOptions{Addr: a.Addr, Database: a.Database, Username: a.Username, Password: a.Password}
+	}
+	rec, err := audit.New(audit.Options{Dir: cfg.Path(cfg.Audit.Spool), ClickHouse: ch, EmbeddedPath: cfg.Path(cfg.Audit.Embedded),
+		Content: cfg.AuditContent(), MaxContentBytes: cfg.Audit.MaxContentBytes, Replica: replica, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("start the audit recorder: %w", err)
+	}
+	a := &auditPart{rec: rec, done: make(chan struct{})}
+	if ch != nil {
+		conn, err := audit.OpenClickHouse(ch)
+		if err != nil {
+			_ = rec.Close(ctx)
+			return nil, fmt.Errorf("open ClickHouse for the audit reader: %w", err)
+		}
+		a.conn = conn
+		db := orDefault(ch.Database, "mindrouter")
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := audit.MigrateClickHouse(vctx, conn, db); err != nil {
+			log.Warn("audit: ClickHouse tables not checked at start (the writer retries); analysts' views not created", "error", err.Error())
+		} else if err := audit.ApplyViews(vctx, conn, db); err != nil {
+			log.Warn("audit: analysts' views not created", "error", err.Error())
+		}
+		cancel()
+		a.search = audit.NewClickHouseSearcher(conn, db)
+	} else {
+		a.search = audit.NewSQLiteSearcher(rec.EmbeddedDB())
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.cancel = cancel
+	go func() {
+		defer close(a.done)
+		if err := rec.Run(rctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("audit recorder stopped", "error", err.Error())
+		}
+	}()
+	return a, nil
+}
+
+// close writes what is spooled as far as ctx allows (the rest stays in the
+// spool for the next start) and stops the recorder.
+func (a *auditPart) close(ctx context.Context) error {
+	if a == nil {
+		return nil
+	}
+	err := a.rec.Close(ctx)
+	a.cancel()
+	<-a.done
+	if a.conn != nil {
+		err = errors.Join(err, a.conn.Close())
+	}
+	return err
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
