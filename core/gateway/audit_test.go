@@ -119,3 +119,38 @@ func TestAudit_EndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// The admin API is on record, but never its bodies: a new key is in one.
+func TestAudit_AdminBodiesNotKept(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	_, k := newUser(t, e.base, "ines", "staff", nil, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var res struct {
+			Results []struct {
+				RequestID string `json:"request_id"`
+				Endpoint  string `json:"endpoint"`
+			} `json:"results"`
+		}
+		callAPI(t, e.base, adminKey, "GET", "/api/admin/audit/search?limit=1000", nil, &res)
+		found := 0
+		for _, r := range res.Results {
+			if r.Endpoint != "admin" {
+				continue
+			}
+			found++
+			var rec auditRecord
+			callAPI(t, e.base, adminKey, "GET", "/api/admin/audit/"+r.RequestID, nil, &rec)
+			if strings.Contains(rec.RequestBody+rec.ResponseBody, k.FullKey) || rec.ResponseBody != "" {
+				t.Fatalf("an admin record keeps its bodies: %+v", rec)
+			}
+		}
+		if found >= 2 { // the user and its key
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin calls not on record: %d found", found)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

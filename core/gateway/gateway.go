@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -82,6 +84,10 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		if _, err := auth.NewAdminKey(o.AdminKey); err != nil { // the shape check
 			return nil, err
 		}
+	}
+	if o.Replica == "" {
+		h, _ := os.Hostname()
+		o.Replica = h + "-" + strconv.Itoa(os.Getpid())
 	}
 	pcfg, err := pluginhost.LoadConfig(o.Config.PluginsPath())
 	if err != nil {

@@ -120,7 +120,8 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 		o.Decision, _ = json.Marshal(&ex.decision)
 	}
 	keep := ex.s.keep
-	if keep <= 0 {
+	// The admin API's bodies are never kept: a new key is in one.
+	if keep <= 0 || o.Kind == "admin" {
 		return
 	}
 	o.Request = ex.body
