@@ -208,6 +208,7 @@ func fillEvent(e *Event, o *outcome.Outcome, replica string) {
 	e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent = o.UserID, o.User, o.Group, o.KeyID, o.ClientIP, o.UserAgent
 	e.Dialect, e.Route, e.Kind, e.Model, e.Stream = o.Dialect, o.Route, o.Kind, o.Model, o.Stream
 	e.Backend, e.Node, e.GPUs, e.Attempts = o.Backend, o.Node, o.GPUs, uint8(min(max(o.Attempts, 0), math.MaxUint8))
+	e.EnergyJ = o.EnergyJ
 	e.Status, e.ErrorCode, e.Error = uint16(min(max(o.Status, 0), math.MaxUint16)), o.ErrorCode, o.Error
 	e.FinishReason, e.ClientGone = o.FinishReason, o.ClientGone
 	e.PromptTokens, e.CompletionTokens = u32(int64(o.Usage.Prompt)), u32(int64(o.Usage.Completion))

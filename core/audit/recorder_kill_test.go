@@ -95,6 +95,7 @@ func TestRecorderSIGKILL(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := make(chan struct{})
 		go func() { _ = r.Run(ctx); close(ran) }()
+		waitRunning(t, r)
 		for wait := time.Now().Add(60 * time.Second); r.Pending() > 0 && time.Now().Before(wait); {
 			time.Sleep(10 * time.Millisecond)
 		}

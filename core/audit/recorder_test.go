@@ -166,6 +166,7 @@ func TestRecorderClickHouseDown(t *testing.T) {
 	defer cancel()
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
 
 	// A steady load: about 10,000 requests a second until told to stop.
 	var produced atomic.Int64
@@ -270,6 +271,7 @@ func TestRecorderEmbedded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
 	for i := range 1000 {
 		r.Observe(testOutcome(i))
 	}
@@ -449,6 +451,7 @@ func TestObserveNeverBlocks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
 	deadline := time.Now().Add(20 * time.Second)
 	observed := uint64(1000)
 	for i := 1000; r.SpoolBytes() < 64<<10; i++ {
@@ -546,5 +549,17 @@ func TestRecorderAfterClose(t *testing.T) {
 	}
 	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// waitRunning returns once r.Run has started: a Close before that leaves
+// the events in the spool for the next start (nothing is lost) instead of
+// writing them, which the tests that count writes do not expect.
+func waitRunning(t testing.TB, r *Recorder) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !r.running.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Run did not start within 10s")
+		}
 	}
 }

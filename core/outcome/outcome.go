@@ -88,6 +88,9 @@ type Outcome struct {
 	Node     string
 	GPUs     string
 	Decision []byte
+	// EnergyJ estimates the GPU energy the request used, in joules, from
+	// the node sidecar's power reading (0: unknown).
+	EnergyJ float64
 }
 
 // Reset clears o for reuse.

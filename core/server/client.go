@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/outcome"
 )
 
@@ -105,6 +106,25 @@ func (ex *exchange) observeBackend() {
 	}
 }
 
+// energy estimates the GPU energy of a request: the power its backend's
+// GPUs drew at the last sidecar reading, over the time the backend worked
+// on it (until the response headers, or the whole stream), split evenly
+// among the requests the backend had in flight. A rough figure, for
+// comparing users and models, not a meter: the reading is up to a
+// discovery interval old and requests do not load a GPU equally.
+func energy(b *backend.Backend, o *outcome.Outcome) float64 {
+	g := b.GPU()
+	if g == nil || !g.HasPower || g.PowerW <= 0 {
+		return 0
+	}
+	busy := o.Stages[outcome.StageBackend]
+	if o.Stream {
+		busy += o.Stages[outcome.StageRespond]
+	}
+	share := float64(b.InFlight() + 1) // this request's slot is already released
+	return g.PowerW * busy.Seconds() / share
+}
+
 // fillAudit completes the Outcome for the observers (finish).
 func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	o := &ex.out
@@ -115,6 +135,7 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	o.UserID = ex.principal.UserID
 	if ex.backend != nil {
 		o.Node, o.GPUs = ex.backend.Placement()
+		o.EnergyJ = energy(ex.backend, o)
 	}
 	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
 		o.Decision, _ = json.Marshal(&ex.decision)

@@ -3,8 +3,13 @@ package server
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/outcome"
 )
 
 func TestClientAddr(t *testing.T) {
@@ -51,5 +56,31 @@ func TestKeepResponse(t *testing.T) {
 	ex.keepResponse([]byte("more"))
 	if string(ex.resp) != "hello worl" || !ex.out.ResponseCut {
 		t.Errorf("kept %q cut %v", ex.resp, ex.out.ResponseCut)
+	}
+}
+
+func TestEnergy(t *testing.T) {
+	cfg := config.Default()
+	cfg.Backends = []config.Backend{{Name: "a", Engine: "vllm", URL: "http://127.0.0.1:1", MaxConcurrent: 4}}
+	reg, err := backend.NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := reg.Backend("a")
+	var o outcome.Outcome
+	o.Stages[outcome.StageBackend] = 2 * time.Second
+	if e := energy(b, &o); e != 0 {
+		t.Errorf("no sidecar reading: %v J", e)
+	}
+	b.SetGPU(&backend.GPUStats{GPUs: 2, HasPower: true, PowerW: 600})
+	if e := energy(b, &o); e != 1200 {
+		t.Errorf("alone, 600 W for 2 s: %v J", e)
+	}
+	if !b.TryAcquire() { // another request in flight: half
+		t.Fatal("no slot")
+	}
+	o.Stream, o.Stages[outcome.StageRespond] = true, 2*time.Second
+	if e := energy(b, &o); e != 1200 {
+		t.Errorf("stream of 4 s beside another request: %v J, want 1200", e)
 	}
 }
