@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 // Component is one translator or adapter of a module, with its own
@@ -132,9 +133,11 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 	pt := p.patchFor(h.Translator, h.Adapter)
 	switch op {
 	case abi.OpFusedRequest:
-		// A patch rewrites the client's body as is; an output cap needs
-		// the canonical request, so a capped request takes the full path.
-		if _, capped := abi.MetaGet(meta, abi.MetaMaxOutput); pt != nil && !capped {
+		// A patch rewrites the client's body as is; an output cap and a
+		// capability check need the canonical request, so a capped
+		// request, or one for a model without vision or tools, takes the
+		// full path.
+		if pt != nil && patchable(meta) {
 			*c = Call{Op: op, Flags: h.Flags, RequestID: h.RequestID, meta: meta, plugin: p}
 			if p.patchRequest(pt, c, payload) {
 				return nil
@@ -150,6 +153,9 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 		}
 		*c = Call{Op: abi.OpRequestEncode, Flags: h.Flags, RequestID: h.RequestID, meta: p.ameta, plugin: p}
 		p.contextLength(c)
+		if err := p.modelCaps(c); err != nil {
+			return err
+		}
 		return a.EncodeRequest(c, &p.req, &p.out)
 	case abi.OpFusedResponse:
 		if pt != nil {
@@ -285,10 +291,21 @@ func (p *Plugin) commitFusedState(fs *fusedState, started bool) {
 	}
 }
 
+// patchable reports whether a fused request's meta lets the patch path
+// take it: no output cap, and model caps (when known) with both vision
+// and tools, so the SDK has nothing to refuse.
+func patchable(meta []byte) bool {
+	if _, capped := abi.MetaGet(meta, abi.MetaMaxOutput); capped {
+		return false
+	}
+	caps, ok := abi.MetaGet(meta, abi.MetaModelCaps)
+	return !ok || hasCap(caps, canon.CapVision) && hasCap(caps, canon.CapTools)
+}
+
 // adapterMeta reports whether a fused request's meta key is for the
 // adapter's request_encode rather than the translator's request_decode.
 func adapterMeta(key string) bool {
-	return key == abi.MetaContextLength || key == abi.MetaImage || key == abi.MetaMaxOutput
+	return key == abi.MetaContextLength || key == abi.MetaImage || key == abi.MetaMaxOutput || key == abi.MetaModelCaps
 }
 
 // filterMeta appends to dst the pairs of meta whose key is the adapter's

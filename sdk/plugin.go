@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -227,6 +228,9 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 			return BadInput(err.Error())
 		}
 		p.contextLength(c)
+		if err := p.modelCaps(c); err != nil {
+			return err
+		}
 		return a.EncodeRequest(c, &p.req, &p.out)
 	case abi.OpResponseDecode:
 		if err := p.decodeResponse(a, c, payload); err != nil {
@@ -312,6 +316,53 @@ func (p *Plugin) contextLength(c *Call) {
 			p.req.MaxTokens = n
 		}
 	}
+}
+
+// modelCaps refuses, before the adapter encodes, a request the model
+// cannot serve by the host's abi.MetaModelCaps (2.4): an image without
+// "vision", tools without "tools". Unknown caps (no meta) refuse nothing.
+func (p *Plugin) modelCaps(c *Call) error {
+	caps, ok := c.MetaBytes(abi.MetaModelCaps)
+	if !ok {
+		return nil
+	}
+	if len(p.req.Tools) > 0 && !hasCap(caps, canon.CapTools) {
+		return BadInput("model " + p.req.Model + " does not support tools")
+	}
+	if !hasCap(caps, canon.CapVision) && hasImage(&p.req) {
+		return BadInput("model " + p.req.Model + " does not accept images")
+	}
+	return nil
+}
+
+// hasCap reports whether the comma-separated list caps holds name.
+func hasCap(caps []byte, name string) bool {
+	for len(caps) > 0 {
+		i := bytes.IndexByte(caps, ',')
+		if i < 0 {
+			i = len(caps)
+		}
+		if string(bytes.TrimSpace(caps[:i])) == name {
+			return true
+		}
+		if i == len(caps) {
+			break
+		}
+		caps = caps[i+1:]
+	}
+	return false
+}
+
+// hasImage reports whether any message of r has an image part.
+func hasImage(r *canon.ChatRequest) bool {
+	for i := range r.Messages {
+		for j := range r.Messages[i].Content {
+			if r.Messages[i].Content[j].Type == canon.PartImage {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decodeResponse runs the adapter's DecodeResponse into p.resp.

@@ -214,6 +214,13 @@ type Probe struct {
 	Name   string `json:"name"` // "models", "health", "loaded", "metrics", ...
 	Method string `json:"method"`
 	Path   string `json:"path"`
+	// PerModel (ABI 2.4): the host runs this probe once per model the
+	// other probes found (and again now and then), with meta "model" on
+	// probe_decode; the Discovery returned describes that one model.
+	PerModel bool `json:"per_model,omitempty"`
+	// Body is the request body; the host replaces the exact token
+	// {{model}} with the model's name as a JSON string (quotes included).
+	Body string `json:"body,omitempty"`
 }
 
 // Manifest describes a plugin to the host. The SDK fills ABI, SDK and Go
@@ -356,7 +363,7 @@ type Call struct {
 // metaSpan is a value's range in a meta list; b == 0: absent.
 type metaSpan struct{ a, b uint32 }
 
-const nMetaSlots = 14
+const nMetaSlots = 15
 
 // metaSlot returns the index slot of an ABI meta key, or -1.
 func metaSlot(key string) int {
@@ -389,6 +396,8 @@ func metaSlot(key string) int {
 		return 12
 	case abi.MetaMaxOutput:
 		return 13
+	case abi.MetaModelCaps:
+		return 14
 	}
 	return -1
 }

@@ -129,7 +129,7 @@ import (
 	"errors"
 )
 
-// ABI version 2.3. A host loads plugins of its major version and of any
+// ABI version 2.4. A host loads plugins of its major version and of any
 // minor version up to its own.
 //
 //   - 2.1: the canonical model list (models_encode) carries each model's
@@ -152,9 +152,15 @@ import (
 //     output cap the host sets from the user's token budget (the SDK
 //     applies it to ChatRequest.MaxTokens). An older plugin ignores it;
 //     the host then cannot cap its output (see core/quota).
+//   - 2.4: per-model probes (sdk.Probe.PerModel, Body with {{model}}):
+//     the host runs them once per discovered model, with MetaModel on
+//     probe_decode; MetaModelCaps on request_encode and the fused request
+//     op: the model's canonical capabilities on the chosen backend, when
+//     known (the SDK refuses images without "vision" and tools without
+//     "tools" with bad_input). An older plugin ignores both.
 const (
 	VersionMajor = 2
-	VersionMinor = 3
+	VersionMinor = 4
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -522,27 +528,34 @@ func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
 // separators let a NUL in a client's model name forge pairs). Which op
 // reads or writes which key is documented on the ops.
 const (
-	MetaRoute            = "route"          // in, translator ops: route name from the manifest
-	MetaKind             = "kind"           // in, translator ops: the route's endpoint kind
-	MetaModel            = "model"          // out, request_decode; in, response/stream encode
-	MetaStream           = "stream"         // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
-	MetaIncludeUsage     = "include_usage"  // out, request_decode; in, stream_encode ("1"/"0")
-	MetaMaxTokens        = "max_tokens"     // out, request_decode: the requested output cap (decimal), absent when unset
-	MetaID               = "id"             // in, response/stream encode: the gateway's request id
-	MetaCreated          = "created"        // in, response/stream encode: unix seconds
-	MetaStatus           = "status"         // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
-	MetaContentType      = "content-type"   // out, request_encode and encode ops
-	MetaPath             = "path"           // out, request_encode: backend path
-	MetaMethod           = "method"         // out, request_encode: backend method
-	MetaProbe            = "probe"          // in, probe_decode: probe name
-	MetaContextLength    = "context_length" // in, request_encode: the model's context window on the chosen backend (decimal), when known
+	MetaRoute         = "route"          // in, translator ops: route name from the manifest
+	MetaKind          = "kind"           // in, translator ops: the route's endpoint kind
+	MetaModel         = "model"          // out, request_decode; in, response/stream encode
+	MetaStream        = "stream"         // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
+	MetaIncludeUsage  = "include_usage"  // out, request_decode; in, stream_encode ("1"/"0")
+	MetaMaxTokens     = "max_tokens"     // out, request_decode: the requested output cap (decimal), absent when unset
+	MetaID            = "id"             // in, response/stream encode: the gateway's request id
+	MetaCreated       = "created"        // in, response/stream encode: unix seconds
+	MetaStatus        = "status"         // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
+	MetaContentType   = "content-type"   // out, request_encode and encode ops
+	MetaPath          = "path"           // out, request_encode: backend path
+	MetaMethod        = "method"         // out, request_encode: backend method
+	MetaProbe         = "probe"          // in, probe_decode: probe name
+	MetaContextLength = "context_length" // in, request_encode: the model's context window on the chosen backend (decimal), when known
 	// MetaMaxOutput (2.3): in, request_encode and the fused request op:
 	// the most output tokens the gateway allows this request (decimal;
 	// the user's remaining token budget), when it caps them. The SDK
 	// lowers ChatRequest.MaxTokens to it (setting it when the client
 	// named none) before the adapter encodes.
 	MetaMaxOutput = "max_output"
-	MetaPromptTokens     = "prompt_tokens"  // out, response/stream decode
+	// MetaModelCaps (2.4): in, request_encode and the fused request op:
+	// the model's canonical capabilities on the chosen backend
+	// (comma-separated canon.Cap* names), sent only when discovery knows
+	// them. The SDK answers bad_input before the adapter encodes when the
+	// request has an image and they lack "vision", or tools and they lack
+	// "tools".
+	MetaModelCaps        = "model_caps"
+	MetaPromptTokens     = "prompt_tokens" // out, response/stream decode
 	MetaCompletionTokens = "completion_tokens"
 	MetaReasoningTokens  = "reasoning_tokens"
 	MetaCachedTokens     = "cached_tokens"

@@ -1,0 +1,72 @@
+package sdk
+
+import (
+	"testing"
+
+	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// capsTranslator decodes "img" to a request with an image part, "tools"
+// to one with a tool, anything else to plain text.
+type capsTranslator struct{ Unimplemented }
+
+func (capsTranslator) DecodeRequest(_ *Call, body []byte, req *canon.ChatRequest) error {
+	req.Model, req.MaxTokens = "m1", 64
+	msg := canon.Message{Role: canon.RoleUser, Content: []canon.Part{{Type: canon.PartText, Text: "hi"}}}
+	switch string(body) {
+	case "img":
+		msg.Content = append(msg.Content, canon.Part{Type: canon.PartImage, MediaType: "image/png", Data: "iVBORw0KGgo="})
+	case "tools":
+		req.Tools = []canon.Tool{{Name: "f"}}
+	}
+	req.Messages = []canon.Message{msg}
+	return nil
+}
+
+// The host's model caps (abi.MetaModelCaps, ABI 2.4) refuse an image
+// without "vision" and tools without "tools" with bad_input before the
+// adapter encodes, fused or not; unknown caps refuse nothing; a fused
+// request the caps could refuse skips the patch path (which copies the
+// client's body as is).
+func TestModelCaps(t *testing.T) {
+	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, capAdapter{}), TranslatorPart(Manifest{Name: "t"}, capsTranslator{}).Patch("a", capPatch{}))
+	const ok, noImg, noTools = "ok", "model m1 does not accept images", "model m1 does not support tools"
+	for _, tc := range []struct {
+		caps string // "-": no meta
+		body string
+		want string
+	}{
+		{"-", "img", ok}, {"-", "tools", ok}, {"-", "plain", ok},
+		{"completion,tools", "img", noImg}, {"completion,tools", "tools", ok}, {"completion,tools", "plain", ok},
+		{"completion,vision", "img", ok}, {"completion,vision", "tools", noTools},
+		{"", "img", noImg}, {"", "tools", noTools}, {"", "plain", ok},
+		{"completion, vision ,tools", "img", ok}, {"visionary", "img", noImg},
+		{"vision,tools", "img", ok}, {"vision,tools", "tools", ok},
+	} {
+		var encMeta []byte
+		meta := metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat")
+		if tc.caps != "-" {
+			encMeta = metaList(abi.MetaModelCaps, tc.caps)
+			meta = abi.AppendMeta(meta, abi.MetaModelCaps, tc.caps)
+		}
+		dec := run(t, p, abi.OpRequestDecode, callIdx(1, 0, 0, nil, metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat"), []byte(tc.body)))
+		results := map[string]copied{
+			"unfused": run(t, p, abi.OpRequestEncode, callIdx(1, 0, 0, nil, encMeta, dec.Payload)),
+			"fused":   run(t, p, abi.OpFusedRequest, callIdx(1, 0, 0, nil, meta, []byte(tc.body))),
+		}
+		for path, r := range results {
+			switch {
+			case tc.want == ok && r.Status != abi.StatusOK:
+				t.Errorf("%s, caps %q, %s: status %v (%s), want ok", path, tc.caps, tc.body, r.Status, r.Error)
+			case tc.want != ok && (r.Status != abi.StatusBadInput || r.Error != tc.want):
+				t.Errorf("%s, caps %q, %s: status %v %q, want bad_input %q", path, tc.caps, tc.body, r.Status, r.Error, tc.want)
+			}
+		}
+		// The patch answers only when the caps could refuse nothing.
+		patched := string(results["fused"].Payload) == "patched"
+		if wantPatch := tc.caps == "-" || hasCap([]byte(tc.caps), canon.CapVision) && hasCap([]byte(tc.caps), canon.CapTools); patched != wantPatch {
+			t.Errorf("fused, caps %q, %s: patched %v, want %v", tc.caps, tc.body, patched, wantPatch)
+		}
+	}
+}
