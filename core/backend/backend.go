@@ -47,6 +47,7 @@ type Backend struct {
 	priority atomic.Int64              // an admin's preference (SetPriority)
 	tel      telemetry                 // latency and throughput EMAs (telemetry.go)
 	gpu      atomic.Pointer[GPUStats]  // its GPUs' figures from the sidecar; nil: unknown (sidecar.go)
+	brk      breaker                   // live requests' circuit breaker (breaker.go)
 }
 
 // Admin states of a backend. A disabled or draining backend gets no new
@@ -148,6 +149,7 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 		stream: mk(true),
 		slots:  make(chan struct{}, bc.MaxConcurrent),
 	}
+	b.brk.name = bc.Name
 	b.status.Store(&Status{Models: map[string]canon.DiscoveredModel{}})
 	return b, nil
 }
@@ -232,10 +234,11 @@ func (b *Backend) Waiting() int64 { return b.waiting.Load() }
 func (b *Backend) Capacity() int { return cap(b.slots) }
 
 // Routable reports whether requests may go to b now: an admin has not
-// disabled or drained it, the last discovery round found it healthy and
-// an adapter plugin serves its engine.
+// disabled or drained it, the last discovery round found it healthy, an
+// adapter plugin serves its engine and its circuit breaker lets requests
+// through (closed, or half-open with its one probe not yet sent).
 func (b *Backend) Routable() bool {
-	return b.state.Load() == stateEnabled && b.status.Load().Healthy && b.adapter.Load() != nil
+	return b.state.Load() == stateEnabled && b.status.Load().Healthy && b.adapter.Load() != nil && b.brk.allow()
 }
 
 // LoadShare is the in-flight share of capacity, in-flight / max_concurrent.

@@ -1,0 +1,265 @@
+package backend
+
+// The circuit breaker of a backend.
+//
+// States: closed (requests flow) → open after BreakerThreshold consecutive
+// live failures (connection refused or reset, a 5xx answer, an attempt
+// timeout) → half-open once the cool-down has passed, letting exactly one
+// probe request through → closed when the probe succeeds, open again (with
+// the cool-down doubled, up to BreakerMaxCooldown) when it fails.
+//
+// Only live requests move the breaker. Discovery's health probe succeeding
+// does not close an open breaker: an engine answers /health or /api/tags
+// while failing every generation (GPU out of memory, a wedged worker), so
+// only a real request is proof. The health probe still gates routing on
+// its own (Routable needs both), and a backend that comes back is found by
+// the half-open probe within one cool-down.
+//
+// The closed state's hot path (Routable, ReportSuccess with no failure
+// counted) is one atomic load; transitions take a small mutex. Nothing
+// allocates.
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Breaker defaults. A config key (backends' breaker.threshold,
+// breaker.cooldown, breaker.max_cooldown) may later set them; until then
+// they are constants.
+const (
+	BreakerThreshold   = 5                // consecutive live failures that open the breaker
+	BreakerCooldown    = 10 * time.Second // first wait before a half-open probe
+	BreakerMaxCooldown = 60 * time.Second // the doubling cool-down's ceiling
+	// breakerProbeTimeout frees a probe slot whose request never reported
+	// (a bug or a lost goroutine), so a breaker cannot stay half-open with
+	// no probe possible for ever. It exceeds any attempt's time to headers.
+	breakerProbeTimeout = 5 * time.Minute
+)
+
+// Breaker states.
+const (
+	breakerClosed uint32 = iota
+	breakerOpen
+	breakerHalfOpen
+)
+
+var breakerNames = [...]string{"closed", "open", "half-open"}
+
+type breaker struct {
+	state atomic.Uint32 // read without the mutex on the hot path
+	fails atomic.Int32  // consecutive failures while closed
+
+	mu       sync.Mutex
+	until    time.Time     // open: when a probe may go
+	cooldown time.Duration // the current cool-down (doubles on each failed probe)
+	probing  bool          // half-open: the probe is out
+	probeAt  time.Time
+
+	// Set once before use, or left zero for the defaults.
+	now       func() time.Time
+	threshold int32
+	base, max time.Duration
+	name      string
+	log       *slog.Logger
+}
+
+// The zero breaker is closed with the default settings (a Backend made
+// in a test without newBackend included); the fields below, when set,
+// override them (tests: a fake clock).
+
+func (br *breaker) clock() time.Time {
+	if br.now != nil {
+		return br.now()
+	}
+	return time.Now()
+}
+
+func (br *breaker) limit() int32 {
+	if br.threshold > 0 {
+		return br.threshold
+	}
+	return BreakerThreshold
+}
+
+func (br *breaker) baseCooldown() time.Duration {
+	if br.base > 0 {
+		return br.base
+	}
+	return BreakerCooldown
+}
+
+func (br *breaker) maxCooldown() time.Duration {
+	if br.max > 0 {
+		return br.max
+	}
+	return BreakerMaxCooldown
+}
+
+func (br *breaker) logger() *slog.Logger {
+	if br.log != nil {
+		return br.log
+	}
+	return slog.Default()
+}
+
+// stateName is the state's name, the cool-down's end counted: an open
+// breaker whose cool-down has passed reads "half-open".
+func (br *breaker) stateName() string {
+	s := br.state.Load()
+	if s == breakerOpen {
+		br.mu.Lock()
+		if !br.clock().Before(br.until) {
+			br.toHalfOpenLocked()
+		}
+		s = br.state.Load()
+		br.mu.Unlock()
+	}
+	return breakerNames[s]
+}
+
+// allow reports whether a request may be routed to the backend now
+// without claiming anything (Routable: the scheduler, model lists):
+// closed, or half-open with its probe not yet out.
+func (br *breaker) allow() bool {
+	if br.state.Load() == breakerClosed {
+		return true
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return br.probeFreeLocked()
+}
+
+// acquire claims the right to send a request now: always when closed;
+// when half-open, only the one probe. A request that acquired must report
+// once: success, failure or abandoned.
+func (br *breaker) acquire() bool {
+	if br.state.Load() == breakerClosed {
+		return true
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	switch br.state.Load() {
+	case breakerClosed:
+		return true
+	}
+	if !br.probeFreeLocked() {
+		return false
+	}
+	br.probing, br.probeAt = true, br.clock()
+	return true
+}
+
+// probeFreeLocked: open past its cool-down (now half-open) or half-open,
+// with no probe out.
+func (br *breaker) probeFreeLocked() bool {
+	switch br.state.Load() {
+	case breakerClosed:
+		return true
+	case breakerOpen:
+		if br.clock().Before(br.until) {
+			return false
+		}
+		br.toHalfOpenLocked()
+	}
+	if br.probing && br.clock().Sub(br.probeAt) >= breakerProbeTimeout {
+		br.probing = false
+	}
+	return !br.probing
+}
+
+func (br *breaker) toHalfOpenLocked() {
+	br.state.Store(breakerHalfOpen)
+	br.probing = false
+	br.logger().Info("backend circuit breaker half-open: probing with one request", slog.String("backend", br.name))
+}
+
+// success records a request the backend answered. It closes a half-open
+// (or open) breaker: the backend works.
+func (br *breaker) success() {
+	if br.state.Load() == breakerClosed {
+		if br.fails.Load() != 0 {
+			br.fails.Store(0)
+		}
+		return
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.state.Load() == breakerClosed {
+		br.fails.Store(0)
+		return
+	}
+	br.state.Store(breakerClosed)
+	br.fails.Store(0)
+	br.probing, br.cooldown = false, br.baseCooldown()
+	br.logger().Info("backend circuit breaker closed: the backend answered", slog.String("backend", br.name))
+}
+
+// failure records a live failure: the threshold's worth in a row opens a
+// closed breaker; any failure re-opens a half-open one with the cool-down
+// doubled. Failures while open (requests admitted before it opened) only
+// keep it open.
+func (br *breaker) failure() {
+	if br.state.Load() == breakerClosed && br.fails.Add(1) < br.limit() {
+		return
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	switch br.state.Load() {
+	case breakerClosed:
+		if br.fails.Load() < br.limit() {
+			return // a success reset the count meanwhile
+		}
+		br.cooldown = br.baseCooldown()
+		br.openLocked("consecutive failures")
+	case breakerHalfOpen:
+		br.cooldown = min(2*br.cooldown, br.maxCooldown())
+		br.openLocked("the probe failed")
+	}
+}
+
+func (br *breaker) openLocked(why string) {
+	br.state.Store(breakerOpen)
+	br.fails.Store(0)
+	br.probing = false
+	br.until = br.clock().Add(br.cooldown)
+	br.logger().Warn("backend circuit breaker open: routing around the backend", slog.String("backend", br.name),
+		slog.String("reason", why), slog.Duration("cooldown", br.cooldown))
+}
+
+// abandoned returns a claimed probe whose request ended without telling
+// anything about the backend (the client went away).
+func (br *breaker) abandoned() {
+	if br.state.Load() == breakerClosed {
+		return
+	}
+	br.mu.Lock()
+	if br.state.Load() == breakerHalfOpen {
+		br.probing = false
+	}
+	br.mu.Unlock()
+}
+
+// BreakerState is the circuit breaker's state: "closed", "open" or
+// "half-open" (for /status and metrics).
+func (b *Backend) BreakerState() string { return b.brk.stateName() }
+
+// TryAttempt claims the right to send one request to b now: true while
+// its breaker is closed, and for the single probe while half-open. Each
+// true must be followed by exactly one ReportSuccess, ReportFailure or
+// ReportAbandoned.
+func (b *Backend) TryAttempt() bool { return b.brk.acquire() }
+
+// ReportSuccess tells b's breaker that b answered a request (any status
+// that is not a server failure).
+func (b *Backend) ReportSuccess() { b.brk.success() }
+
+// ReportFailure tells b's breaker of a live failure: the connection
+// refused or reset, a 5xx answer, an attempt timeout.
+func (b *Backend) ReportFailure() { b.brk.failure() }
+
+// ReportAbandoned releases a request's claim that tells nothing about b
+// (the client cancelled before b answered).
+func (b *Backend) ReportAbandoned() { b.brk.abandoned() }
