@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -426,5 +428,35 @@ func TestAccounts_ImportedArgon2Key(t *testing.T) {
 	bad := map[string]any{"name": "x", "key_prefix": key[:accounts.PrefixLen], "key_hash": "$argon2id$nope"}
 	if st := callAPI(t, e.base, adminKey, "POST", fmt.Sprintf("/api/admin/users/%d/api-keys/import", uid), bad, nil); st != 400 {
 		t.Errorf("malformed hash: %d, want 400", st)
+	}
+}
+
+// A refusal comes in each client's dialect: OpenAI's 429 error object,
+// Anthropic's rate_limit_error, Ollama's {"error": …} — with Retry-After.
+func TestAccounts_RateLimitInEachDialect(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	_, k := newUser(t, e.base, "jun", "staff", map[string]any{"rpm_limit_override": 1}, nil)
+	ctx := context.Background()
+	c := client(e, k.FullKey)
+	if _, err := c.Chat.Completions.New(ctx, chatParams(vllmModel, "hi")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Chat.Completions.New(ctx, chatParams(vllmModel, "hi"))
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Code != "rate_limit_exceeded" || oe.Response.Header.Get("Retry-After") == "" {
+		t.Errorf("OpenAI: %v", err)
+	}
+	ac := anthropicClient(e, false, k.FullKey)
+	_, err = ac.Messages.New(ctx, anthropicParams(vllmModel, "hi"))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || !strings.Contains(ae.RawJSON(), `"rate_limit_error"`) {
+		t.Errorf("Anthropic: %v", err)
+	}
+	u, _ := url.Parse(e.base)
+	oc := api.NewClient(u, &http.Client{Transport: bearer{k.FullKey}})
+	err = oc.Chat(ctx, &api.ChatRequest{Model: ollamaModel, Messages: []api.Message{{Role: "user", Content: "hi"}}}, func(api.ChatResponse) error { return nil })
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 429 || !strings.Contains(se.ErrorMessage, "requests per minute") {
+		t.Errorf("Ollama: %v", err)
 	}
 }
