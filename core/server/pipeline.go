@@ -27,9 +27,14 @@ const selfTimed = outcome.NumStages
 
 // attempt sends the request to the admitted backend through its adapter:
 // encode, then call, until the response headers (a stream) or the whole
-// response. A call that fails before any response byte — the backend
-// unreachable, its connection dead — is re-run once on another backend
-// when the scheduler has one.
+// response. An attempt that fails before any response byte reached the
+// client — the backend unreachable, its connection dead, no stream
+// headers within attemptTimeout, or a 500/502/503/504 answer — is re-run
+// on another backend, up to max attempts, when the scheduler has one
+// this request has not tried. Chat, completions and embeddings are safe
+// to re-send: the client got nothing from the failed attempt. A 4xx is
+// never retried. Each outcome is reported to the backend's circuit
+// breaker (retry.go, backend/breaker.go).
 type attempt struct {
 	s     *Server
 	max   int
@@ -42,6 +47,14 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	s := a.s
 	for {
 		b := ex.backend
+		if !b.TryAttempt() {
+			// Its breaker opened, or its one half-open probe went to
+			// another request, since this one was admitted.
+			if !a.another(ex) {
+				return errNoBackendLeft(b.Name)
+			}
+			continue
+		}
 		ex.out.Attempts++
 		t0 := time.Now()
 		var err error
@@ -51,26 +64,53 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 			err = ex.encode(b)
 		}
 		if err != nil {
+			b.ReportAbandoned()
 			return err
 		}
 		t1 := time.Now()
 		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
 		ex.prepareBackendRequest()
 		if ex.req.Stream {
-			err = b.DoStreamContext(ex.ctx, ex.breq, ex.bresp)
+			err = ex.streamCall(b)
 		} else {
 			err = b.DoContext(ex.ctx, ex.breq, ex.bresp, s.cfg.Timeouts.Request.D())
 		}
 		ex.out.Stages[outcome.StageBackend] += time.Since(t1)
 		if err == nil {
-			return nil
+			code := ex.bresp.StatusCode()
+			if !retryableStatus(code) {
+				b.ReportSuccess()
+				return nil
+			}
+			b.ReportFailure()
+			if ex.out.Attempts >= a.max || !a.hasAlternative(ex) {
+				return nil // respond relays the backend's error
+			}
+			s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend answered a server error; retrying on another backend",
+				slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.Int("status", code))
+			ex.discardResponse()
+			if !a.another(ex) {
+				return apierr.New(canon.ErrBackend, "backend_error", "the backend "+b.Name+" answered HTTP "+strconv.Itoa(code))
+			}
+			continue
 		}
 		if cerr := ex.ctx.Err(); cerr == context.Canceled {
+			b.ReportAbandoned()
 			return errClientGone(err)
 		} else if cerr != nil { // timeouts.request passed
+			b.ReportFailure()
 			return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+b.Name+" did not answer within the request timeout", err)
 		}
-		if ex.out.Attempts >= a.max || !retryable(err) || !a.another(ex) {
+		if liveFailure(err) {
+			b.ReportFailure()
+		} else {
+			b.ReportAbandoned()
+		}
+		if ex.out.Attempts >= a.max || !retryable(err) {
+			return backendUnreachable(b.Name, err)
+		}
+		ex.discardResponse()
+		if !a.another(ex) {
 			return backendUnreachable(b.Name, err)
 		}
 		s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
@@ -109,7 +149,7 @@ func (ex *exchange) encode(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap)}
+	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: b.Status().Models[ex.req.Model].Capabilities}
 	ex.fused = ex.aver == ex.tver && !ex.decoded
 	if ex.fused {
 		err := ex.withImages(func() error {
@@ -176,10 +216,24 @@ func (a attempt) another(ex *exchange) bool {
 	return true
 }
 
-// retryable: the request failed before the backend saw it or answered it;
-// a timeout is not retried (the backend may be generating).
-func retryable(err error) bool {
-	return !errors.Is(err, fasthttp.ErrTimeout) && !isTimeout(err) && !errors.Is(err, context.Canceled)
+// hasAlternative reports whether a routable backend this request has not
+// tried serves its model: a backend's 5xx answer is kept for the client
+// when there is none, rather than dropped for an admission that would
+// come back to the same backend.
+func (a attempt) hasAlternative(ex *exchange) bool {
+	for _, b := range a.s.reg.Backends() {
+		if b == ex.backend || !b.Routable() || !b.Status().Serves(ex.sreq.Model) {
+			continue
+		}
+		tried := false
+		for _, x := range ex.sreq.Exclude {
+			tried = tried || x == b
+		}
+		if !tried {
+			return true
+		}
+	}
+	return false
 }
 
 func errClientGone(err error) error {

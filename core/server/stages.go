@@ -53,12 +53,11 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	}
 }
 
-// maxAttempts bounds backend attempts per request: a request whose first
-// attempt failed before any response byte (the backend unreachable or its
-// connection dead) is tried once more on another backend when there is
-// one. Retries across three backends with a per-attempt timeout come with
-// the scheduler.
-const maxAttempts = 2
+// maxAttempts bounds backend attempts per request: one that failed before
+// any response byte reached the client (retry.go says which failures) is
+// tried again on a backend it has not tried, up to three backends in all.
+// A later config key retries.max_attempts may set it.
+const maxAttempts = 3
 
 // authenticate checks the key from the headers, before any body is read.
 type authenticate struct{ authn auth.Authenticator }
