@@ -25,6 +25,7 @@ type Discoverer struct {
 	timeout time.Duration
 	done    chan struct{} // closed after the first round
 	once    sync.Once
+	caches  modelCaches // per-model probe results (modelprobe.go)
 	// AfterRound, when set before Run, runs after each round (the
 	// scheduler hands capacity that came back to its waiters).
 	AfterRound func()
@@ -117,7 +118,12 @@ func (d *Discoverer) probe(ctx context.Context, b *Backend) {
 	var res pluginhost.Result
 	var disc canon.Discovery
 	var meta []byte
+	var perModel []sdk.Probe
 	for _, p := range am.Probes {
+		if p.PerModel { // run per model below, once the models are known
+			perModel = append(perModel, p)
+			continue
+		}
 		status, body, err := d.fetch(b, p)
 		if err != nil {
 			next.Healthy, next.Err = false, fmt.Sprintf("probe %s: %v", p.Name, err)
@@ -144,6 +150,9 @@ func (d *Discoverer) probe(ctx context.Context, b *Backend) {
 			filtered[name] = m
 		}
 		next.Models = filtered
+	}
+	if next.Healthy && len(perModel) > 0 {
+		d.probeModels(ctx, b, v, idx, perModel, next)
 	}
 	if !next.Healthy {
 		next.Failures = prev.Failures + 1
@@ -208,6 +217,10 @@ func (d *Discoverer) fetch(b *Backend, p sdk.Probe) (int, []byte, error) {
 		method = fasthttp.MethodGet
 	}
 	req.Header.SetMethod(method)
+	if p.Body != "" {
+		req.Header.SetContentType("application/json")
+		req.SetBodyString(p.Body)
+	}
 	// A probe that meets a pooled connection the backend closed while idle
 	// is retried once on a fresh connection by the client (retryStale), so
 	// a stale connection never counts as a failed probe.

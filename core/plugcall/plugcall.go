@@ -8,6 +8,7 @@ package plugcall
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/core/outcome"
@@ -77,10 +78,15 @@ type BackendRequest struct {
 
 // Hints are what the host tells an adapter about a request beyond the
 // canonical body: the model's context window on the chosen backend and
-// the output cap from the user's token budget (0: unknown / none).
+// the output cap from the user's token budget (0: unknown / none), and
+// the model's capabilities there (nil: unknown; abi.MetaModelCaps, 2.4).
 type Hints struct {
 	ContextLength int
 	MaxOutput     int
+	// Caps is discovery's list as is (canon.DiscoveredModel.Capabilities,
+	// shared and read only): appendHints joins it straight into the meta
+	// buffer, so a request allocates nothing for it.
+	Caps []string
 }
 
 // appendHints appends h's meta to m.
@@ -91,6 +97,28 @@ func appendHints(m []byte, h Hints) []byte {
 	}
 	if h.MaxOutput > 0 {
 		m = abi.AppendMetaBytes(m, abi.MetaMaxOutput, strconv.AppendInt(b[:0], int64(h.MaxOutput), 10))
+	}
+	if len(h.Caps) > 0 {
+		m = appendCaps(m, h.Caps)
+	}
+	return m
+}
+
+// appendCaps appends the abi.MetaModelCaps pair, caps comma-separated,
+// written in place (abi.AppendMeta's layout) rather than joined first.
+func appendCaps(m []byte, caps []string) []byte {
+	n := len(caps) - 1
+	for _, c := range caps {
+		n += len(c)
+	}
+	m = binary.LittleEndian.AppendUint32(m, uint32(len(abi.MetaModelCaps)))
+	m = append(m, abi.MetaModelCaps...)
+	m = binary.LittleEndian.AppendUint32(m, uint32(n))
+	for i, c := range caps {
+		if i > 0 {
+			m = append(m, ',')
+		}
+		m = append(m, c...)
 	}
 	return m
 }
