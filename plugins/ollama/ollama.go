@@ -2,7 +2,8 @@
 //
 // It turns canonical chat requests into POST /api/chat bodies, Ollama's
 // responses, NDJSON stream lines and error bodies back into canonical values,
-// and parses the discovery probes GET /api/tags, /api/ps and /api/version.
+// and parses the discovery probes GET /api/tags, /api/ps and /api/version,
+// and POST /api/show once per model (its capabilities).
 //
 // JSON is read with one reused fastjson.Parser and written with append-style
 // helpers from sdk/jsonw, because reflection-heavy encoding/json runs about
@@ -33,6 +34,8 @@ func Manifest() sdk.Manifest {
 			{Name: probeModels, Method: "GET", Path: "/api/tags"},
 			{Name: probeLoaded, Method: "GET", Path: "/api/ps"},
 			{Name: probeHealth, Method: "GET", Path: "/api/version"},
+			// One model's capabilities (vision, tools, ...): not in /api/tags.
+			{Name: probeShow, Method: "POST", Path: "/api/show", Body: `{"model":{{model}}}`, PerModel: true},
 		},
 		StateVersion: stateVersion,
 	}

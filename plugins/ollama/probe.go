@@ -15,6 +15,7 @@ const (
 	probeModels = "models" // GET /api/tags: installed models
 	probeLoaded = "loaded" // GET /api/ps: models in memory now
 	probeHealth = "health" // GET /api/version
+	probeShow   = "show"   // POST /api/show, per model (meta "model")
 )
 
 // DecodeProbe parses a probe response; meta "status" is its HTTP status.
@@ -47,8 +48,56 @@ func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.D
 			return nil
 		}
 		return a.decodeModels(probe == probeLoaded, body, d)
+	case probeShow:
+		if !ok {
+			d.Healthy = new(bool) // the model went away, say: nothing learned
+			return nil
+		}
+		return a.decodeShow(c.Meta(abi.MetaModel), body, d)
 	}
-	return sdk.BadInput("unknown probe " + strconv.Quote(probe) + " (the ollama adapter has models, loaded and health)")
+	return sdk.BadInput("unknown probe " + strconv.Quote(probe) + " (the ollama adapter has models, loaded, health and show)")
+}
+
+// decodeShow reads /api/show's capabilities and family for model. Its
+// model_info.<arch>.context_length is the context the model was trained
+// for, not the one Ollama loads it with: reported as the model's
+// ContextLength it would become every request's num_ctx (request.go) and
+// make Ollama reload the model with that much KV cache, so it is left out
+// (/api/ps reports the loaded context).
+func (a *Adapter) decodeShow(model string, body []byte, d *canon.Discovery) error {
+	v, err := a.parseObject(body, "show probe")
+	if err != nil {
+		return err
+	}
+	dm := canon.DiscoveredModel{Name: model, Family: string(v.GetStringBytes("details", "family"))}
+	if list := v.Get("capabilities"); list != nil && list.Type() == fastjson.TypeArray {
+		dm.Capabilities = []string{} // known, even if empty
+		for _, cv := range list.GetArray() {
+			if c := canonCap(cv.GetStringBytes()); c != "" {
+				dm.Capabilities = append(dm.Capabilities, c)
+			}
+		}
+	}
+	d.Models = []canon.DiscoveredModel{dm}
+	return nil
+}
+
+// canonCap maps Ollama's capability word to the canonical name ("" for
+// one the gateway does not use, such as "insert").
+func canonCap(b []byte) string {
+	switch string(b) {
+	case "completion":
+		return canon.CapCompletion
+	case "vision":
+		return canon.CapVision
+	case "tools":
+		return canon.CapTools
+	case "thinking":
+		return canon.CapThinking
+	case "embedding":
+		return canon.CapEmbedding
+	}
+	return ""
 }
 
 // decodeModels reads the "models" list of /api/tags (ListResponse) or

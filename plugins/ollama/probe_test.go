@@ -104,12 +104,48 @@ func TestManifest(t *testing.T) {
 	for _, p := range m.Probes {
 		probes = append(probes, p.Name+" "+p.Method+" "+p.Path)
 	}
-	want := "models GET /api/tags,loaded GET /api/ps,health GET /api/version"
+	want := "models GET /api/tags,loaded GET /api/ps,health GET /api/version,show POST /api/show"
 	if got := strings.Join(probes, ","); got != want {
 		t.Errorf("probes %s, want %s", got, want)
+	}
+	if show := m.Probes[len(m.Probes)-1]; !show.PerModel || show.Body != `{"model":{{model}}}` {
+		t.Errorf("show probe %+v: want per model, body {\"model\":{{model}}}", show)
 	}
 	r, err := abi.ParseResult(newHarness().p.Init(nil))
 	if err != nil || r.Status != abi.StatusOK || !strings.Contains(string(r.Payload), `"framing":"ndjson"`) {
 		t.Errorf("init: %v %s %s", err, r.Status, r.Payload)
+	}
+}
+
+// The per-model /api/show probe (ABI 2.4) reports the model's canonical
+// capabilities (Ollama words the gateway does not use dropped; none
+// listed: unknown) and family, not its trained context window.
+func TestDecodeProbe_Show(t *testing.T) {
+	show := func(status, body string) (canon.Discovery, result) {
+		t.Helper()
+		r := newHarness().call(t, abi.OpProbeDecode, 0, nil, []byte(body), "probe", "show", "status", status, "model", "llava:7b")
+		var d canon.Discovery
+		if r.Status == abi.StatusOK {
+			if err := d.DecodeJSON(r.Payload); err != nil {
+				t.Fatalf("output %q does not decode: %v", r.Payload, err)
+			}
+		}
+		return d, r
+	}
+	d, r := show("200", `{"details":{"family":"llama"},"model_info":{"general.architecture":"llama","llama.context_length":131072},"capabilities":["completion","vision","insert","tools"]}`)
+	want := canon.Discovery{Models: []canon.DiscoveredModel{{Name: "llava:7b", Family: "llama", Capabilities: []string{"completion", "vision", "tools"}}}}
+	if r.Status != abi.StatusOK || !cmp.Equal(d, want) {
+		t.Errorf("show: %s %s\n%s", r.Status, r.Error, cmp.Diff(want, d))
+	}
+	d, r = show("200", `{"details":{"family":"llama"}}`) // an Ollama before capabilities
+	if r.Status != abi.StatusOK || len(d.Models) != 1 || d.Models[0].Capabilities != nil {
+		t.Errorf("no capabilities: %s %+v", r.Status, d)
+	}
+	d, r = show("404", `{"error":"model 'llava:7b' not found"}`)
+	if r.Status != abi.StatusOK || d.Healthy == nil || *d.Healthy || len(d.Models) != 0 {
+		t.Errorf("404: %s %+v", r.Status, d)
+	}
+	if _, r = show("200", `[1]`); r.Status != abi.StatusBadInput {
+		t.Errorf("not an object: %s", r.Status)
 	}
 }
