@@ -628,7 +628,14 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx) {
 	if info.embedding {
 		b = append(b, `"embedding"`...)
 	} else {
-		b = append(b, `"completion","tools"`...)
+		b = append(b, `"completion"`...)
+		vision := ollamaVision(ms.name)
+		if vision {
+			b = append(b, `,"vision"`...)
+		}
+		if !vision || !strings.Contains(ms.name, "llava") { // Ollama's llava has no tools
+			b = append(b, `,"tools"`...)
+		}
 		if ms.thinking {
 			b = append(b, `,"thinking"`...)
 		}
@@ -636,6 +643,13 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx) {
 	b = append(b, `],"modified_at":`...)
 	b = appendRFC3339Nano(b, s.started)
 	writeOllamaJSON(ctx, fasthttp.StatusOK, append(b, '}'))
+}
+
+// ollamaVision reports whether /api/show lists "vision" for a model: by
+// its name, as Ollama's vision models are named (llava, *-vision, *-vl).
+// (Every model accepts images here; the gateway must refuse them first.)
+func ollamaVision(name string) bool {
+	return strings.Contains(name, "llava") || strings.Contains(name, "vision") || strings.Contains(name, "-vl")
 }
 
 const ollamaTemplate = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n"

@@ -376,3 +376,20 @@ func TestOllamaLatestTag(t *testing.T) {
 		}
 	}
 }
+
+// /api/show lists "vision" for models named as Ollama's vision models are
+// (llava without tools, as Ollama's llava has none).
+func TestOllamaShowVision(t *testing.T) {
+	_, url := ollamaServer(t, Config{Models: []string{"llama3.2:3b", "llava:7b", "llama3.2-vision:11b", "qwen2.5-vl:7b"}})
+	for model, want := range map[string]string{
+		"llama3.2:3b":         `["completion","tools"]`,
+		"llava:7b":            `["completion","vision"]`,
+		"llama3.2-vision:11b": `["completion","vision","tools"]`,
+		"qwen2.5-vl:7b":       `["completion","vision","tools"]`,
+	} {
+		_, _, body := post(t, url+"/api/show", `{"model":"`+model+`"}`)
+		if caps, _ := json.Marshal(decode(t, body)["capabilities"]); string(caps) != want {
+			t.Errorf("%s: capabilities %s, want %s", model, caps, want)
+		}
+	}
+}
