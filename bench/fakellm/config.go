@@ -36,6 +36,12 @@ type Config struct {
 	// Models are the served model names. Names containing qwen3,
 	// deepseek-r1 or gpt-oss are reasoning ("thinking") models.
 	Models []string
+	// VisionByName makes Ollama's /api/show list "vision" only for models
+	// named as Ollama's vision models are (llava, *vision*, *-vl; llava
+	// then without "tools", as Ollama's has none). Off, every chat model
+	// lists it. Either way every model accepts images: the gateway must
+	// refuse them for a model without vision before they get here.
+	VisionByName bool
 
 	// TTFT is the delay from the moment a request holds an engine slot to its
 	// first token (prefill time).

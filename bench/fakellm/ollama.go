@@ -629,11 +629,11 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx) {
 		b = append(b, `"embedding"`...)
 	} else {
 		b = append(b, `"completion"`...)
-		vision := ollamaVision(ms.name)
+		vision := !s.cfg.VisionByName || ollamaVision(ms.name)
 		if vision {
 			b = append(b, `,"vision"`...)
 		}
-		if !vision || !strings.Contains(ms.name, "llava") { // Ollama's llava has no tools
+		if !s.cfg.VisionByName || !strings.Contains(ms.name, "llava") { // Ollama's llava has no tools
 			b = append(b, `,"tools"`...)
 		}
 		if ms.thinking {
@@ -645,9 +645,9 @@ func (s *Server) ollamaShow(ctx *fasthttp.RequestCtx) {
 	writeOllamaJSON(ctx, fasthttp.StatusOK, append(b, '}'))
 }
 
-// ollamaVision reports whether /api/show lists "vision" for a model: by
-// its name, as Ollama's vision models are named (llava, *-vision, *-vl).
-// (Every model accepts images here; the gateway must refuse them first.)
+// ollamaVision reports whether a model is named as Ollama's vision models
+// are (llava, *vision*, *-vl): with Config.VisionByName, the models whose
+// /api/show lists "vision".
 func ollamaVision(name string) bool {
 	return strings.Contains(name, "llava") || strings.Contains(name, "vision") || strings.Contains(name, "-vl")
 }

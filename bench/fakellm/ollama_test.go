@@ -289,12 +289,12 @@ func TestOllamaModelsEndpoints(t *testing.T) {
 		t.Errorf("model_info = %v", mi)
 	}
 	caps, _ := json.Marshal(o["capabilities"])
-	if string(caps) != `["completion","tools","thinking"]` {
+	if string(caps) != `["completion","vision","tools","thinking"]` {
 		t.Errorf("capabilities = %s", caps)
 	}
 	_, _, body = post(t, url+"/api/show", `{"name":"llama3.1:70b"}`)
 	caps, _ = json.Marshal(decode(t, body)["capabilities"])
-	if string(caps) != `["completion","tools"]` {
+	if string(caps) != `["completion","vision","tools"]` {
 		t.Errorf("llama capabilities = %s", caps)
 	}
 	_, _, body = post(t, url+"/api/show", `{"model":"nomic-embed-text"}`)
@@ -377,10 +377,22 @@ func TestOllamaLatestTag(t *testing.T) {
 	}
 }
 
-// /api/show lists "vision" for models named as Ollama's vision models are
-// (llava without tools, as Ollama's llava has none).
+// With VisionByName, /api/show lists "vision" for models named as
+// Ollama's vision models are (llava without tools, as Ollama's llava has
+// none); without, for every chat model.
 func TestOllamaShowVision(t *testing.T) {
-	_, url := ollamaServer(t, Config{Models: []string{"llama3.2:3b", "llava:7b", "llama3.2-vision:11b", "qwen2.5-vl:7b"}})
+	_, url := ollamaServer(t, Config{Models: []string{"llama3.2:3b", "llava:7b", "nomic-embed-text"}})
+	for model, want := range map[string]string{
+		"llama3.2:3b":      `["completion","vision","tools"]`,
+		"llava:7b":         `["completion","vision","tools"]`,
+		"nomic-embed-text": `["embedding"]`,
+	} {
+		_, _, body := post(t, url+"/api/show", `{"model":"`+model+`"}`)
+		if caps, _ := json.Marshal(decode(t, body)["capabilities"]); string(caps) != want {
+			t.Errorf("%s: capabilities %s, want %s", model, caps, want)
+		}
+	}
+	_, url = ollamaServer(t, Config{VisionByName: true, Models: []string{"llama3.2:3b", "llava:7b", "llama3.2-vision:11b", "qwen2.5-vl:7b"}})
 	for model, want := range map[string]string{
 		"llama3.2:3b":         `["completion","tools"]`,
 		"llava:7b":            `["completion","vision"]`,
