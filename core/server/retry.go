@@ -16,10 +16,11 @@ import (
 // attemptTimeout bounds one streamed attempt's wait for the backend's
 // response headers; when it passes and the request has time left, the
 // attempt fails over to another backend. A later config key
-// timeouts.attempt should set it. A non-streamed response's headers come
-// with its whole body, so its attempt is bounded by timeouts.request
-// alone: a long generation is not a dead backend.
-const attemptTimeout = 60 * time.Second
+// timeouts.attempt should set it (a variable only so that tests can
+// shorten it). A non-streamed response's headers come with its whole
+// body, so its attempt is bounded by timeouts.request alone: a long
+// generation is not a dead backend.
+var attemptTimeout = 60 * time.Second
 
 // errAttemptTimeout is the cause of a streamed attempt's context ending
 // at attemptTimeout. It is a net.Error timeout, so that a request whose
