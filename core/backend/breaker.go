@@ -263,3 +263,12 @@ func (b *Backend) ReportFailure() { b.brk.failure() }
 // ReportAbandoned releases a request's claim that tells nothing about b
 // (the client cancelled before b answered).
 func (b *Backend) ReportAbandoned() { b.brk.abandoned() }
+
+// SetBreakerLogger sends the backends' circuit-breaker state changes to
+// log (slog.Default otherwise). Call it before serving: it is not
+// synchronised with requests.
+func (r *Registry) SetBreakerLogger(log *slog.Logger) {
+	for _, b := range r.backends {
+		b.brk.log = log
+	}
+}

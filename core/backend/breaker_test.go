@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"sync"
@@ -182,5 +183,50 @@ func TestBreaker_ClosedPathAllocs(t *testing.T) {
 		b.ReportSuccess()
 	}); n != 0 {
 		t.Fatalf("the closed breaker allocates %v times per request", n)
+	}
+}
+
+// countHandler counts log records by message.
+type countHandler struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.n[r.Message]++
+	h.mu.Unlock()
+	return nil
+}
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countHandler) WithGroup(string) slog.Handler      { return h }
+
+// Each state change is logged once, however often the state is read.
+func TestBreaker_LogsEachChangeOnce(t *testing.T) {
+	b, clk := testBreaker()
+	h := &countHandler{n: map[string]int{}}
+	r := &Registry{backends: []*Backend{b}}
+	r.SetBreakerLogger(slog.New(h))
+	for range 3 * BreakerThreshold {
+		b.ReportFailure()
+	}
+	clk.advance(BreakerCooldown)
+	for range 10 {
+		_ = b.BreakerState()
+		_ = b.brk.allow()
+	}
+	if !b.TryAttempt() {
+		t.Fatal("no probe")
+	}
+	b.ReportSuccess()
+	b.ReportSuccess()
+	if len(h.n) != 3 {
+		t.Fatalf("log messages %v, want open, half-open and closed", h.n)
+	}
+	for msg, n := range h.n {
+		if n != 1 {
+			t.Fatalf("%q logged %d times", msg, n)
+		}
 	}
 }
