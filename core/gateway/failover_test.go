@@ -157,9 +157,7 @@ func TestFailover_BackendKilledMidRun(t *testing.T) {
 	deadB := p.gw.Reg.Backend("gpu1b-vllm")
 
 	l := startLoad(p.env, 4)
-	waitFailover(t, "requests on both backends", func() bool {
-		return p.vllm.Stats().Requests[chatPath] > 4 && p.b.Stats().Requests[chatPath] > 4
-	})
+	waitFailover(t, "requests on the backend to kill", func() bool { return p.b.Stats().Requests[chatPath] > 4 })
 	p.b.Close()
 
 	// Streams sent after the kill had not started anywhere: none may fail.
@@ -181,9 +179,6 @@ func TestFailover_BackendKilledMidRun(t *testing.T) {
 	}
 
 	waitFailover(t, "the dead backend's breaker to open", func() bool { return deadB.BreakerState() != "closed" })
-	if deadB.Routable() && deadB.BreakerState() == "open" {
-		t.Fatal("an open breaker's backend is routable")
-	}
 	// The live backend keeps serving while the dead one is skipped.
 	before := l.ok.Load()
 	waitFailover(t, "progress with one backend", func() bool { return l.ok.Load() > before+20 })
