@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 
@@ -22,7 +23,7 @@ const (
 // TestVision: discovery learns each Ollama model's capabilities from its
 // /api/show (a per-model probe), and a request the model cannot serve —
 // an image to a text-only model, tools to a model without tools — is the
-// client's 400 in its own dialect, refused before the backend sees it;
+// client's 400 in its own dialect (OpenAI, Ollama, Anthropic), refused before the backend sees it;
 // the vision model takes the image. Run on every plugin set: the
 // bundle's fused path and the separate modules' canonical one.
 func TestVision(t *testing.T) {
@@ -56,6 +57,15 @@ func testVision(t *testing.T) {
 	var se api.StatusError
 	if !errors.As(err, &se) || se.StatusCode != 400 || !strings.Contains(se.ErrorMessage, "model "+textModel+" does not accept images") {
 		t.Errorf("Ollama client, image to %s: %v, want 400 does not accept images", textModel, err)
+	}
+	ap := anthropicParams(textModel, "")
+	ap.Messages = []anthropic.MessageParam{anthropic.NewUserMessage(
+		anthropic.NewImageBlockBase64("image/png", onePixelPNG), anthropic.NewTextBlock("What is in this picture?"))}
+	ac := anthropicClient(e, false, adminKey)
+	_, err = ac.Messages.New(ctx, ap)
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || string(ae.Type()) != "invalid_request_error" || !strings.Contains(ae.Message, "does not accept images") {
+		t.Errorf("Anthropic client, image to %s: %v, want 400 invalid_request_error does not accept images", textModel, err)
 	}
 	tools := chatParams(visionModel, "weather in Paris?")
 	tools.Tools = []openai.ChatCompletionToolUnionParam{weatherTool()}
