@@ -6,6 +6,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,8 +88,13 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		}
 	}
 	if o.Replica == "" {
+		// Unique per gateway, not per process: quota leases in Redis are
+		// keyed by replica, and two gateways sharing one would share one
+		// lease (tests run several in one process).
 		h, _ := os.Hostname()
-		o.Replica = h + "-" + strconv.Itoa(os.Getpid())
+		var r [3]byte
+		_, _ = rand.Read(r[:])
+		o.Replica = h + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
 	}
 	pcfg, err := pluginhost.LoadConfig(o.Config.PluginsPath())
 	if err != nil {
@@ -101,6 +108,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	rcfg.Backends = backends
 	reg, err := backend.NewRegistry(&rcfg)
 	if err == nil {
+		reg.SetBreakerLogger(log)
 		err = applyStore(ctx, acct.st, reg)
 	}
 	if err != nil {
