@@ -3,7 +3,6 @@ package vllm
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
 func text(s string) []canon.Part { return []canon.Part{{Type: canon.PartText, Text: s}} }
@@ -144,25 +144,7 @@ func TestEncodeRequestGolden(t *testing.T) {
 				t.Fatalf("invalid JSON: %s", out.Body)
 			}
 			golden := filepath.Join("testdata", "requests", tc.name+".json")
-			if *update {
-				var pretty bytes.Buffer
-				_ = json.Indent(&pretty, out.Body, "", "  ")
-				pretty.WriteByte('\n')
-				if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, want); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out.Body, compact.Bytes()) {
-				t.Errorf("body mismatch\n got: %s\nwant: %s", out.Body, compact.Bytes())
-			}
+			sdktest.Golden(t, golden, out.Body)
 		})
 	}
 }
