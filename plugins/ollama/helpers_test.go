@@ -3,7 +3,6 @@ package ollama
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,9 +11,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // result is a copied abi.Result.
 type result struct {
@@ -47,13 +45,18 @@ func newHarness() *harness {
 	return h
 }
 
-// call runs op; meta is key, value, key, value, ...
+// call runs op through sdktest with exactly the meta given (key, value,
+// key, value, ...): no defaults, as these tests pin what the adapter does
+// without them.
 func (h *harness) call(t testing.TB, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
 	t.Helper()
-	return parse(t, h.p.Call(op, input(flags, state, payload, meta...)))
+	r := sdktest.New(t, h.p).Call(op, sdktest.NoDefaults(), sdktest.Flags(flags), sdktest.State(state),
+		sdktest.Payload(payload), sdktest.Meta(meta...))
+	return result{Status: r.Status, Flags: r.Flags, State: r.State, Meta: r.RawMeta, Payload: r.Payload, Error: r.Error}
 }
 
-// input lays out one call as the host does: header, state, meta, payload.
+// input lays out one call as the host does: header, state, meta, payload
+// (raw buffers for the wasm parity test, which sdktest does not drive).
 func input(flags uint32, state, payload []byte, meta ...string) []byte {
 	var m []byte
 	for i := 0; i+1 < len(meta); i += 2 {
@@ -92,28 +95,15 @@ func items(list [][]byte) []byte {
 // splitItems unpacks an ABI list payload.
 func splitItems(t testing.TB, list []byte) [][]byte {
 	t.Helper()
-	var out [][]byte
-	for {
-		it, rest, ok, err := abi.NextItem(list)
-		if err != nil {
-			t.Fatalf("bad item list: %v", err)
-		}
-		if !ok {
-			return out
-		}
-		out = append(out, it)
-		list = rest
-	}
-}
-
-// lines splits NDJSON text into events the way the host's framer does.
-func lines(s string) [][]byte {
-	var out [][]byte
-	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		out = append(out, []byte(l))
+	out, err := sdktest.SplitItems(list)
+	if err != nil {
+		t.Fatalf("bad item list: %v", err)
 	}
 	return out
 }
+
+// lines splits NDJSON text into events the way the host's framer does.
+func lines(s string) [][]byte { return sdktest.NDJSONLines([]byte(s)) }
 
 // pretty indents JSON for golden files and readable diffs.
 func pretty(t testing.TB, b []byte) []byte {
@@ -129,21 +119,7 @@ func pretty(t testing.TB, b []byte) []byte {
 // golden compares got (JSON) with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	got = pretty(t, got)
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	sdktest.Golden(t, filepath.Join("testdata", name), got)
 }
 
 func readFile(t testing.TB, name string) []byte {
