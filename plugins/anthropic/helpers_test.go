@@ -3,8 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,12 +10,10 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-// result is a copy of an abi.Result (whose slices alias the plugin's
-// buffer until the next call).
+// result is a call's copied result (sdktest.Result, meta as a map).
 type result struct {
 	Status  abi.Status
 	Flags   uint32
@@ -29,45 +25,21 @@ type result struct {
 
 func newPlugin() *sdk.Plugin { return sdk.NewTranslator(Manifest(), New()) }
 
-// call runs one op through the SDK dispatcher exactly as the wasm exports do.
-// meta is key, value, key, value, ...
+// call runs one op through the SDK dispatcher exactly as the wasm exports
+// do (sdktest.Harness.Call). meta is key, value, key, value, ...; only
+// that meta is sent (no defaults), as these tests pin what is needed.
 func call(t testing.TB, p *sdk.Plugin, op abi.Op, flags uint32, state []byte, payload []byte, meta ...string) result {
 	t.Helper()
-	var m []byte
-	for i := 0; i+1 < len(meta); i += 2 {
-		m = abi.AppendMeta(m, meta[i], meta[i+1])
-	}
-	in := make([]byte, abi.HeaderSize, abi.HeaderSize+len(state)+len(m)+len(payload))
-	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload)), RequestID: 7})
-	in = append(append(append(in, state...), m...), payload...)
-	r, err := abi.ParseResult(p.Call(op, in))
-	if err != nil {
-		t.Fatalf("%s: parse result: %v", op, err)
-	}
-	res := result{
-		Status:  r.Status,
-		Flags:   r.Flags,
-		State:   bytes.Clone(r.State),
-		Payload: bytes.Clone(r.Payload),
-		Error:   string(r.Error),
-		Meta:    map[string]string{},
-	}
-	for mm := r.Meta; len(mm) > 0; {
-		k, v, rest, err := abi.NextMeta(mm)
-		if err != nil {
-			t.Fatalf("%s: result meta: %v", op, err)
-		}
-		res.Meta[string(k)] = string(v)
-		mm = rest
-	}
-	return res
+	r := sdktest.New(t, p).Call(op, sdktest.NoDefaults(), sdktest.Flags(flags), sdktest.State(state),
+		sdktest.Payload(payload), sdktest.Meta(meta...))
+	return result{Status: r.Status, Flags: r.Flags, State: r.State, Meta: r.Meta, Payload: r.Payload, Error: r.Error}
 }
 
 // chunkList encodes chunks as an ABI item list of canonical JSON.
 func chunkList(chunks []canon.ChatChunk) []byte {
 	var list []byte
-	for i := range chunks {
-		list = abi.AppendItem(list, chunks[i].AppendJSON(nil))
+	for _, it := range sdktest.Chunks(chunks...) {
+		list = abi.AppendItem(list, it)
 	}
 	return list
 }
@@ -96,26 +68,24 @@ func (s *streamer) send(flags uint32, chunks []canon.ChatChunk) result {
 }
 
 // runStream sends chunks split into calls at the given cut points (indexes
-// into chunks, ascending); the last call carries FlagEnd. With endAlone the
-// trailer comes in a separate call with no chunks.
+// into chunks, ascending) through sdktest.Stream; the last call carries
+// FlagEnd. With endAlone the trailer comes in a separate call with no
+// chunks.
 func runStream(t testing.TB, p *sdk.Plugin, meta []string, chunks []canon.ChatChunk, cuts []int, endAlone bool) []byte {
 	t.Helper()
-	s := &streamer{t: t, p: p, meta: meta}
+	var batches [][][]byte
 	bounds := append(append([]int{0}, cuts...), len(chunks))
 	for i := 0; i+1 < len(bounds); i++ {
-		var flags uint32
-		if i == 0 {
-			flags |= abi.FlagFirst
-		}
-		if i+2 == len(bounds) && !endAlone {
-			flags |= abi.FlagEnd
-		}
-		s.send(flags, chunks[bounds[i]:bounds[i+1]])
+		batches = append(batches, sdktest.Chunks(chunks[bounds[i]:bounds[i+1]]...))
 	}
 	if endAlone {
-		s.send(abi.FlagEnd, nil)
+		batches = append(batches, nil)
 	}
-	return s.out
+	s := sdktest.New(t, p).Stream(abi.OpStreamEncode, batches, sdktest.NoDefaults(), sdktest.Meta(meta...))
+	if !s.OK() {
+		t.Fatalf("stream encode: %s: %s", s.Status, s.Error)
+	}
+	return s.Out
 }
 
 // sseEvent is one server-sent event.
@@ -147,54 +117,27 @@ func sseEvents(t testing.TB, b []byte) []sseEvent {
 	return evs
 }
 
-// golden compares got with testdata/name, rewriting it under -update.
+// golden compares got with testdata/name, rewriting it under -update
+// (sdktest.Golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s mismatch\n got: %s\nwant: %s", name, got, want)
-	}
+	sdktest.Golden(t, filepath.Join("testdata", name), got)
 }
 
 // goldenJSON compares JSON documents semantically (key order and spacing
-// ignored); under -update it writes got indented.
+// ignored: got is put in encoding/json's order, which is the order the
+// golden files are written in) through sdktest.Golden.
 func goldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
 	var g any
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("%s: output is not JSON: %v\n%s", name, err, got)
 	}
-	if *update {
-		b, _ := json.MarshalIndent(g, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	raw, err := os.ReadFile(path)
+	b, err := json.Marshal(g)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatal(err)
 	}
-	var w any
-	if err := json.Unmarshal(raw, &w); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	gb, _ := json.Marshal(g)
-	wb, _ := json.Marshal(w)
-	if !bytes.Equal(gb, wb) {
-		t.Errorf("%s mismatch\n got: %s\nwant: %s", name, gb, wb)
-	}
+	sdktest.Golden(t, filepath.Join("testdata", name), b)
 }
 
 // testFiles lists testdata/dir/*suffix, sorted, without the suffix.
