@@ -3,8 +3,6 @@ package ollamaapi
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,9 +10,8 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // result is a copy of an abi.Result (whose slices alias the plugin's
 // buffer until the next call).
@@ -40,16 +37,18 @@ func input(flags uint32, state, payload []byte, meta ...string) []byte {
 	return append(append(append(in, state...), m...), payload...)
 }
 
-// call runs one op through the SDK dispatcher exactly as the wasm exports do.
+// call runs one op through the SDK dispatcher exactly as the wasm exports
+// do (sdktest.Harness.Call). Only the meta given is sent (no defaults), as
+// these tests pin what is needed.
 func call(t testing.TB, p *sdk.Plugin, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
 	t.Helper()
-	r, err := abi.ParseResult(p.Call(op, input(flags, state, payload, meta...)))
-	if err != nil {
-		t.Fatalf("%s: parse result: %v", op, err)
-	}
-	return copyResult(t, r)
+	r := sdktest.New(t, p).Call(op, sdktest.NoDefaults(), sdktest.Flags(flags), sdktest.State(state),
+		sdktest.Payload(payload), sdktest.Meta(meta...))
+	return result{Status: r.Status, Flags: r.Flags, State: r.State, Meta: r.Meta, Payload: r.Payload, Error: r.Error}
 }
 
+// copyResult copies a raw result (the wasm parity test's, which sdktest
+// does not drive).
 func copyResult(t testing.TB, r abi.Result) result {
 	t.Helper()
 	res := result{
@@ -88,8 +87,8 @@ func decode(t testing.TB, route, body string) (canon.ChatRequest, result) {
 // chunkList encodes chunks as an ABI item list of canonical JSON.
 func chunkList(chunks []canon.ChatChunk) []byte {
 	var list []byte
-	for i := range chunks {
-		list = abi.AppendItem(list, chunks[i].AppendJSON(nil))
+	for _, it := range sdktest.Chunks(chunks...) {
+		list = abi.AppendItem(list, it)
 	}
 	return list
 }
@@ -102,37 +101,24 @@ func routeMeta(route string) []string {
 }
 
 // runStream sends chunks split into calls at the given cut points (indexes
-// into chunks, ascending), carrying the state blob as the host does; the
-// last call carries FlagEnd. With endAlone the trailer comes in a separate
-// call with no chunks.
+// into chunks, ascending) through sdktest.Stream; the last call carries
+// FlagEnd. With endAlone the trailer comes in a separate call with no
+// chunks.
 func runStream(t testing.TB, p *sdk.Plugin, meta []string, chunks []canon.ChatChunk, cuts []int, endAlone bool) []byte {
 	t.Helper()
-	var state, out []byte
+	var batches [][][]byte
 	bounds := append(append([]int{0}, cuts...), len(chunks))
-	send := func(flags uint32, part []canon.ChatChunk) {
-		r := call(t, p, abi.OpStreamEncode, flags, state, chunkList(part), meta...)
-		if r.Status != abi.StatusOK {
-			t.Fatalf("stream encode: %s: %s", r.Status, r.Error)
-		}
-		if r.Flags&abi.ResultStateKeep == 0 {
-			state = r.State
-		}
-		out = append(out, r.Payload...)
-	}
 	for i := 0; i+1 < len(bounds); i++ {
-		var flags uint32
-		if i == 0 {
-			flags |= abi.FlagFirst
-		}
-		if i+2 == len(bounds) && !endAlone {
-			flags |= abi.FlagEnd
-		}
-		send(flags, chunks[bounds[i]:bounds[i+1]])
+		batches = append(batches, sdktest.Chunks(chunks[bounds[i]:bounds[i+1]]...))
 	}
 	if endAlone {
-		send(abi.FlagEnd, nil)
+		batches = append(batches, nil)
 	}
-	return out
+	s := sdktest.New(t, p).Stream(abi.OpStreamEncode, batches, sdktest.NoDefaults(), sdktest.Meta(meta...))
+	if !s.OK() {
+		t.Fatalf("stream encode: %s: %s", s.Status, s.Error)
+	}
+	return s.Out
 }
 
 // ndjson splits NDJSON output into lines, checking each is one JSON object.
@@ -154,54 +140,27 @@ func ndjson(t testing.TB, b []byte) []map[string]any {
 	return lines
 }
 
-// golden compares got with testdata/name, rewriting it under -update.
+// golden compares got with testdata/name, rewriting it under -update
+// (sdktest.Golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s mismatch\n got: %s\nwant: %s", name, got, want)
-	}
+	sdktest.Golden(t, filepath.Join("testdata", name), got)
 }
 
 // goldenJSON compares JSON documents semantically (key order and spacing
-// ignored); under -update it writes got indented.
+// ignored: got is put in encoding/json's order, which is the order the
+// golden files are written in) through sdktest.Golden.
 func goldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
 	var g any
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("%s: output is not JSON: %v\n%s", name, err, got)
 	}
-	if *update {
-		b, _ := json.MarshalIndent(g, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	raw, err := os.ReadFile(path)
+	b, err := json.Marshal(g)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatal(err)
 	}
-	var w any
-	if err := json.Unmarshal(raw, &w); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	gb, _ := json.Marshal(g)
-	wb, _ := json.Marshal(w)
-	if !bytes.Equal(gb, wb) {
-		t.Errorf("%s mismatch\n got: %s\nwant: %s", name, gb, wb)
-	}
+	sdktest.Golden(t, filepath.Join("testdata", name), b)
 }
 
 // testFiles lists testdata/dir/*suffix, sorted, without the suffix.
