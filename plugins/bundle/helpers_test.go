@@ -18,6 +18,7 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
 // Test-only components that speak canonical JSON, so the golden vectors
@@ -341,44 +342,11 @@ func splits(rng *rand.Rand, events [][]byte, random int) [][][][]byte {
 }
 
 // frameSSE splits an SSE body into data payloads (data lines joined by
-// "\n", comments dropped), as the host's framer does for these files.
-func frameSSE(b []byte) [][]byte {
-	var events [][]byte
-	var cur []byte
-	have := false
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		switch {
-		case len(line) == 0:
-			if have {
-				events = append(events, cur)
-			}
-			cur, have = nil, false
-		case line[0] == ':':
-		case bytes.HasPrefix(line, []byte("data:")):
-			if have {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, bytes.TrimPrefix(line[5:], []byte(" "))...)
-			have = true
-		}
-	}
-	if have {
-		events = append(events, cur)
-	}
-	return events
-}
+// "\n", comments dropped), as the host's framer does (sdktest.SSEEvents).
+func frameSSE(b []byte) [][]byte { return sdktest.SSEEvents(b) }
 
-// frameNDJSON splits NDJSON into its non-blank lines.
-func frameNDJSON(b []byte) [][]byte {
-	var events [][]byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if line = bytes.TrimSuffix(line, []byte("\r")); len(bytes.TrimSpace(line)) > 0 {
-			events = append(events, line)
-		}
-	}
-	return events
-}
+// frameNDJSON splits NDJSON into its non-blank lines (sdktest.NDJSONLines).
+func frameNDJSON(b []byte) [][]byte { return sdktest.NDJSONLines(b) }
 
 // compactItems turns a JSON array file into one compact JSON item per
 // element.
