@@ -146,7 +146,7 @@ func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Back
 			mc = 16
 		}
 		out = append(out, config.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: mc, Models: b.Models,
-			IdleConnTimeout: config.Duration(4e9)})
+			IdleConnTimeout: config.Duration(backend.DefaultIdleConnTimeout)})
 	}
 	return out, nil
 }

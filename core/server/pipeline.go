@@ -144,12 +144,13 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 	}
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
-	ctxLen := b.Status().Models[ex.req.Model].ContextLength
+	m := b.Status().Models[ex.req.Model] // one lookup for both hints
+	ctxLen := m.ContextLength
 	ctxCap, err := ex.contextCap(ctxLen)
 	if err != nil {
 		return err
 	}
-	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: b.Status().Models[ex.req.Model].Capabilities}
+	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: m.Capabilities}
 	ex.fused = ex.aver == ex.tver && !ex.decoded
 	if ex.fused {
 		err := ex.withImages(func() error {
