@@ -1,6 +1,9 @@
 package sched
 
-import "github.com/mindrouter/mindrouter/core/backend"
+import (
+	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
 
 // Placer chooses where an admitted request runs: it filters the backends
 // by hard constraints and orders the rest by score, recording why in d.
@@ -41,4 +44,55 @@ func (d *Decision) Reset() {
 	rec := d.Record
 	cs := d.Candidates[:0]
 	*d = Decision{Record: rec, Candidates: cs}
+}
+
+// WriteJSON writes d as encoding/json would from its tags, without
+// reflection or allocation once w's buffers have grown: the server writes
+// one per request for the audit. Parts come in map order.
+func (d *Decision) WriteJSON(w *jsonw.W) {
+	w.Obj()
+	w.Key("candidates")
+	if d.Candidates == nil {
+		w.Null()
+	} else {
+		w.Arr()
+	}
+	for i := range d.Candidates {
+		c := &d.Candidates[i]
+		w.Obj()
+		w.Key("backend")
+		w.Str(c.Backend)
+		if c.Failed != "" {
+			w.Key("failed")
+			w.Str(c.Failed)
+		}
+		w.Key("score")
+		w.Float(c.Score)
+		if len(c.Parts) > 0 {
+			w.Key("parts")
+			w.Obj()
+			for k, v := range c.Parts {
+				w.Key(k)
+				w.Float(v)
+			}
+			w.EndObj()
+		}
+		w.EndObj()
+	}
+	if d.Candidates != nil {
+		w.EndArr()
+	}
+	if d.Chosen != "" {
+		w.Key("chosen")
+		w.Str(d.Chosen)
+	}
+	w.Key("deficit")
+	w.Float(d.Deficit)
+	w.Key("weight")
+	w.Float(d.Weight)
+	w.Key("queue_wait_us")
+	w.Int(d.QueueWait)
+	w.Key("queue_position")
+	w.Int(int64(d.Position))
+	w.EndObj()
 }

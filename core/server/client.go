@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/netip"
 
 	"github.com/valyala/fasthttp"
@@ -138,7 +137,9 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 		o.EnergyJ = energy(ex.backend, o)
 	}
 	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
-		o.Decision, _ = json.Marshal(&ex.decision)
+		ex.decW.Reset()
+		ex.decision.WriteJSON(&ex.decW)
+		o.Decision = ex.decW.B // the observers copy it
 	}
 	keep := ex.s.keep
 	// The admin API's bodies are never kept: a new key is in one.

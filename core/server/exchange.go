@@ -18,6 +18,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
 // exchange is the per-request working set, pooled so that steady-state
@@ -74,6 +75,7 @@ type exchange struct {
 
 	sreq       sched.Request
 	decision   sched.Decision // the scheduler's, when the audit records it
+	decW       jsonw.W        // its JSON for the observers (reused)
 	lease      sched.Lease
 	backend    *backend.Backend
 	tver, aver *pluginhost.Version
