@@ -41,6 +41,9 @@ type Config struct {
 	Quota     Quota     `yaml:"quota"`
 	Audit     Audit     `yaml:"audit"`
 	Scheduler Scheduler `yaml:"scheduler"`
+	Retries   Retries   `yaml:"retries"`
+	Breaker   Breaker   `yaml:"breaker"`
+	Responses Responses `yaml:"responses"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -223,7 +226,53 @@ type Scheduler struct {
 	// throughput, priority, kv_cache, waiting); unnamed ones keep their
 	// defaults.
 	Weights map[string]float64 `yaml:"weights"`
+	// Fleet shares backend slots and users' served shares between
+	// replicas through Redis: "auto" (default: on when redis.addr is set)
+	// or "off" (each replica schedules alone).
+	Fleet string `yaml:"fleet"`
+	// SlotLease is how long a backend slot held in Redis outlives a
+	// replica that stopped renewing it (a dead replica's slots come back
+	// after at most this; default 10s).
+	SlotLease Duration `yaml:"slot_lease"`
 }
+
+// Retries bound the attempts of a request whose backend failed before
+// any byte reached the client.
+type Retries struct {
+	// MaxAttempts is the number of backends tried, the first included
+	// (default 3; 1 never retries).
+	MaxAttempts int `yaml:"max_attempts"`
+	// AttemptTimeout bounds one attempt's wait for a stream's headers
+	// (default 60s); timeouts.request bounds the whole request.
+	AttemptTimeout Duration `yaml:"attempt_timeout"`
+}
+
+// Breaker is each backend's circuit breaker: Failures failed attempts
+// within Window open it for Cooldown, then one probe request decides.
+type Breaker struct {
+	Failures int      `yaml:"failures"` // default 5
+	Window   Duration `yaml:"window"`   // default 10s
+	Cooldown Duration `yaml:"cooldown"` // default 60s
+}
+
+// Responses configures the state the OpenAI Responses and Conversations
+// APIs keep for their users (in the store).
+type Responses struct {
+	// Enabled serves /v1/responses and /v1/conversations (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Retention: stored responses and conversations untouched this long
+	// are deleted (default 720h, 30 days).
+	Retention Duration `yaml:"retention"`
+	// MaxItemBytes bounds one stored item (a message with its images);
+	// a larger input item is refused with 400 (default 4 MiB).
+	MaxItemBytes int `yaml:"max_item_bytes"`
+}
+
+// ResponsesOn reports whether the Responses and Conversations state is served.
+func (c *Config) ResponsesOn() bool { return c.Responses.Enabled == nil || *c.Responses.Enabled }
+
+// FleetOn reports whether the scheduler shares its state through Redis.
+func (c *Config) FleetOn() bool { return c.Scheduler.Fleet != "off" && c.Redis.Addr != "" }
 
 // Audit configures the record of every request.
 type Audit struct {
@@ -318,7 +367,10 @@ func Default() *Config {
 		Store:     Store{Driver: "sqlite", DSN: "data/mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
 		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
-		Scheduler: Scheduler{Policy: "fair"},
+		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
+		Retries:   Retries{MaxAttempts: 3, AttemptTimeout: Duration(60 * time.Second)},
+		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
+		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20},
 		Audit: Audit{Spool: "data/audit-spool", Embedded: "data/audit.db", MaxContentBytes: 64 << 10,
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
@@ -511,6 +563,32 @@ func (c *Config) Validate() error {
 		if v < 0 {
 			add("scheduler.weights.%s: must not be negative", k)
 		}
+	}
+	switch c.Scheduler.Fleet {
+	case "auto", "off":
+	default:
+		add("scheduler.fleet: %q is not one of auto, off", c.Scheduler.Fleet)
+	}
+	if c.Scheduler.SlotLease < Duration(time.Second) || c.Scheduler.SlotLease > Duration(10*time.Minute) {
+		add("scheduler.slot_lease: must be between 1s and 10m")
+	}
+	if c.Retries.MaxAttempts < 1 || c.Retries.MaxAttempts > 10 {
+		add("retries.max_attempts: must be between 1 and 10")
+	}
+	if c.Retries.AttemptTimeout < Duration(time.Second) {
+		add("retries.attempt_timeout: must be at least 1s")
+	}
+	if c.Breaker.Failures < 1 {
+		add("breaker.failures: must be >= 1")
+	}
+	if c.Breaker.Window < Duration(time.Second) || c.Breaker.Cooldown < Duration(time.Second) {
+		add("breaker: window and cooldown must be at least 1s")
+	}
+	if c.Responses.Retention < Duration(time.Minute) {
+		add("responses.retention: must be at least 1m")
+	}
+	if c.Responses.MaxItemBytes < 1024 || c.Responses.MaxItemBytes > 64<<20 {
+		add("responses.max_item_bytes: must be between 1024 and 67108864")
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

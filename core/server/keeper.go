@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/mindrouter/mindrouter/core/auth"
+)
+
+// Keeper keeps what stateful routes store on their users' behalf: the
+// OpenAI Responses and Conversations state (core/responses). Translation
+// stays in the plugins; the keeper only reads and writes the wire shapes
+// it stores, so any translator serving a responses-kind route gets the
+// same state.
+type Keeper interface {
+	// Serves reports whether the keeper answers method and path itself
+	// (GET /v1/responses/{id}, /v1/conversations/...), with no plugin
+	// and no backend. It is false for the translator routes
+	// (POST /v1/responses, POST /v1/responses/input_tokens).
+	Serves(method, path []byte) bool
+	// Serve answers one of those routes for an authenticated principal
+	// holding the inference scope: status, headers and body, errors in
+	// the OpenAI error shape. body is the request body, read and bounded.
+	Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte)
+	// Begin runs on a responses-kind route after the body is read and
+	// before anything else reads it. It returns the body to translate
+	// (the stored history spliced in front of the input, or body as it
+	// is) and a Turn that records the answer; a nil Turn records nothing
+	// (store: false, nothing to append to). An *apierr.Error is the
+	// client's (404 for an unknown or foreign previous_response_id).
+	// requestID is the exchange's id ("chatcmpl-<32 hex>"); the
+	// translator names the response "resp_<the same 32 hex>".
+	Begin(ctx context.Context, p *auth.Principal, requestID string, body []byte) ([]byte, Turn, error)
+}
+
+// Turn records one exchange's answer.
+type Turn interface {
+	// Write is given the bytes sent to the client for a 200 answer, in
+	// order, each before it is written to the client: the whole body of
+	// a non-streamed answer, or each write of a stream. A Turn that sees
+	// the terminal event stores the response there, so a client that
+	// chains from it at once finds it.
+	Write(p []byte)
+	// End is called once, when the exchange finishes, with the status
+	// the client got (200 for a stream that ran to its end, 499 when the
+	// client left). It stores what Write did not, and must not block for
+	// long: it runs on the request's goroutine.
+	End(status int)
+}
