@@ -164,6 +164,10 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 		o.Status = ctx.Response.StatusCode()
 	}
 	o.Duration = time.Since(ex.start)
+	if ex.turn != nil {
+		ex.turn.End(o.Status)
+		ex.turn = nil
+	}
 	ex.observeBackend()
 	ex.releaseHeld()
 	if ctx != nil && ex.watch.stole {

@@ -39,6 +39,7 @@ type exchange struct {
 	watch  watcher
 
 	principal auth.Principal
+	turn      Turn       // a Responses request's record of its answer (keeper.go)
 	ip        netip.Addr // the client, for the audit (client.go)
 	ua, resp  []byte     // user agent; a stream's first bytes (audit)
 	ticket    Ticket     // the limiter's hold, nil when none
@@ -132,7 +133,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.watch.reset(rc)
 	ex.route = route{}
 	ex.principal = auth.Principal{}
-	ex.ticket, ex.estIn, ex.maxOutput = nil, 0, 0
+	ex.ticket, ex.estIn, ex.maxOutput, ex.turn = nil, 0, 0, nil
 	ex.ip, ex.ua, ex.resp = netip.Addr{}, ex.ua[:0], ex.resp[:0]
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200

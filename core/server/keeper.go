@@ -2,10 +2,15 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 // Keeper keeps what stateful routes store on their users' behalf: the
@@ -47,4 +52,53 @@ type Turn interface {
 	// client left). It stores what Write did not, and must not block for
 	// long: it runs on the request's goroutine.
 	End(status int)
+}
+
+// keep is the responses-kind stage that hands the body to the Keeper:
+// the stored history spliced in, and a Turn to record the answer. With
+// no Keeper the route is stateless (the translator refuses
+// previous_response_id and conversation).
+type keep struct{ k Keeper }
+
+func (keep) stage() outcome.Stage { return outcome.StageRead }
+
+func (k keep) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+	if k.k == nil {
+		return nil
+	}
+	body, turn, err := k.k.Begin(ex.ctx, &ex.principal, ex.id, ex.body)
+	if err != nil {
+		return err
+	}
+	if len(body) > ex.s.cfg.Limits.MaxBodyBytes {
+		if turn != nil {
+			turn.End(fasthttp.StatusRequestEntityTooLarge)
+		}
+		return apierr.New(canon.ErrInvalidRequest, "context_length_exceeded",
+			"the stored history with this input is over the gateway's request size limit; start a new conversation").
+			WithStatus(fasthttp.StatusRequestEntityTooLarge)
+	}
+	ex.body, ex.turn = body, turn
+	return nil
+}
+
+// serveKept answers a Keeper's own route: the key checked (inference
+// scope) and counted against the user's request rate, the body read,
+// then the Keeper. Errors are OpenAI's shape (no translator: native).
+func (s *Server) serveKept(ctx *fasthttp.RequestCtx, ex *exchange) {
+	ex.out.Route, ex.out.Kind = "responses-state", string(sdk.EndpointResponses)
+	for _, st := range [...]stage{authenticate{s.authn}, limitStage{s.limiter}, readBody{s}} {
+		t0 := time.Now()
+		err := st.run(ctx, ex)
+		if sn := st.stage(); sn < outcome.NumStages {
+			ex.out.Stages[sn] += time.Since(t0)
+		}
+		if err != nil {
+			s.fail(ctx, ex, err, 0)
+			return
+		}
+	}
+	t0 := time.Now()
+	s.keeper.Serve(ctx, &ex.principal, ex.body)
+	ex.out.Stages[outcome.StageRespond] += time.Since(t0)
 }

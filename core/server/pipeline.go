@@ -288,6 +288,9 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
 	ctx.SetBody(ex.enc.Body)
 	ex.out.BytesOut = int64(len(ex.enc.Body))
+	if ex.turn != nil {
+		ex.turn.Write(ex.enc.Body)
+	}
 	return nil
 }
 

@@ -237,6 +237,9 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 	if ex.s.keep > 0 {
 		ex.keepResponse(p)
 	}
+	if ex.turn != nil {
+		ex.turn.Write(p) // before the client has it: a chained request finds it stored
+	}
 	if _, err := w.Write(p); err != nil {
 		ex.clientGone, ex.werr = true, err
 		return false

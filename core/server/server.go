@@ -54,6 +54,7 @@ type Server struct {
 	limiter   Limiter
 	admitter  sched.Admitter
 	admin     Admin
+	keeper    Keeper
 	observers []outcome.Observer
 	met       *metrics
 	ready     atomic.Bool
@@ -88,6 +89,7 @@ type Options struct {
 	Limiter  Limiter        // nil: NoLimits
 	Admitter sched.Admitter // nil: sched.NewLeastLoaded over Registry
 	Admin    Admin          // nil: no account or admin API
+	Keeper   Keeper         // nil: the Responses API keeps no state
 	// RecordDecisions asks the Admitter for its decisions (sched.Decision)
 	// and hands them to the observers as JSON (the audit).
 	RecordDecisions bool
@@ -99,7 +101,7 @@ type Options struct {
 // New returns a Server; it is not ready until SetReady(true).
 func New(ctx context.Context, o Options) *Server {
 	s := &Server{cfg: o.Config, log: o.Logger.With("component", "server"), host: o.Host,
-		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin,
+		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin, keeper: o.Keeper,
 		observers: o.Observers, met: newMetrics(), baseCtx: ctx}
 	if s.limiter == nil {
 		s.limiter = NoLimits{}
@@ -195,6 +197,11 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
 	if s.admin != nil && s.admin.Handles(ctx.Path()) {
 		s.serveAdmin(ctx, ex)
+		s.finish(ctx, ex)
+		return
+	}
+	if s.keeper != nil && s.keeper.Serves(ctx.Method(), ctx.Path()) {
+		s.serveKept(ctx, ex)
 		s.finish(ctx, ex)
 		return
 	}

@@ -40,6 +40,10 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, budget{}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts}, respond{}},
+		// A Responses request is a chat request whose body the Keeper
+		// first completes with the stored history.
+		sdk.EndpointResponses: {authn, limit, readBody{s}, keep{s.keeper}, precheck{s}, decode{}, budget{}, admit{s.admitter},
+			attempt{s: s, max: maxAttempts}, respond{}},
 		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, budget{unary: true}, admit{s.admitter},
 			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
 		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
