@@ -78,6 +78,10 @@ func (k keep) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 			"the stored history with this input is over the gateway's request size limit; start a new conversation").
 			WithStatus(fasthttp.StatusRequestEntityTooLarge)
 	}
+	if d := int64(len(body) - len(ex.body)); d > 0 {
+		ex.s.buffered.Add(d) // the history counts against the bodies held
+		ex.bodyHeld += d
+	}
 	ex.body, ex.turn = body, turn
 	return nil
 }

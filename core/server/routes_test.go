@@ -158,7 +158,7 @@ func handleReq(s *Server, method, path string, hdrs ...string) *fasthttp.Request
 // a route whose kind the gateway does not serve is a 404 too.
 func TestHandle_Routing(t *testing.T) {
 	s := newTestServer(t, nil, translator(t, "openai", fakeTranslator{}, chatPOST, modelsGET,
-		sdk.Route{Name: "responses", Kind: sdk.EndpointResponses, Method: "POST", Path: "/v1/responses"}))
+		sdk.Route{Name: "completion", Kind: sdk.EndpointCompletion, Method: "POST", Path: "/v1/reserved"}))
 
 	ctx := handleReq(s, "POST", "/v1/nope")
 	if msg, _, code := errorBody(t, ctx.Response.Body()); ctx.Response.StatusCode() != 404 || code != "unknown_route" ||
@@ -174,7 +174,7 @@ func TestHandle_Routing(t *testing.T) {
 		t.Fatalf("405 body %s", ctx.Response.Body())
 	}
 
-	ctx = handleReq(s, "POST", "/v1/responses", "Authorization", "Bearer "+testKey)
+	ctx = handleReq(s, "POST", "/v1/reserved", "Authorization", "Bearer "+testKey)
 	if ctx.Response.StatusCode() != 404 || !strings.Contains(string(ctx.Response.Body()), "unknown_route") {
 		t.Fatalf("unserved kind:\n%s", ctx.Response.String())
 	}
