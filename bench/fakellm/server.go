@@ -41,6 +41,8 @@ type Server struct {
 	otherMu       sync.Mutex
 	otherRequests map[string]int64
 	activeStreams atomic.Int64
+	concurrent    atomic.Int64 // inference requests between arrival and finish
+	peak          atomic.Int64 // the most concurrent ever seen (ResetPeak)
 	completed     atomic.Int64
 	cancelled     atomic.Int64
 	bodyMu        sync.Mutex
@@ -59,6 +61,11 @@ type Stats struct {
 	// Running is the number of inference requests holding an engine slot;
 	// Waiting the number queued for one (see Config.MaxConcurrent).
 	Running, Waiting int64
+	// Concurrent is the number of inference requests being served (from
+	// arrival to their end, queued for a slot or not); PeakConcurrent the
+	// most there have been at once since New or ResetPeak: what a gateway
+	// that must respect max_concurrent may never exceed.
+	Concurrent, PeakConcurrent int64
 	// Completed counts inference requests that ran to their end; Cancelled
 	// those stopped early because the client went away or the server closed.
 	Completed, Cancelled int64
@@ -224,14 +231,16 @@ func (s *Server) trackConn(c net.Conn, state fasthttp.ConnState) {
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		Requests:      make(map[string]int64, len(s.requests)),
-		LastBody:      map[string][]byte{},
-		ActiveStreams: s.activeStreams.Load(),
-		Completed:     s.completed.Load(),
-		Cancelled:     s.cancelled.Load(),
-		Errors:        s.faults.errors.Load(),
-		Hangs:         s.faults.hangs.Load(),
-		Drops:         s.faults.drops.Load(),
+		Requests:       make(map[string]int64, len(s.requests)),
+		LastBody:       map[string][]byte{},
+		ActiveStreams:  s.activeStreams.Load(),
+		Concurrent:     s.concurrent.Load(),
+		PeakConcurrent: s.peak.Load(),
+		Completed:      s.completed.Load(),
+		Cancelled:      s.cancelled.Load(),
+		Errors:         s.faults.errors.Load(),
+		Hangs:          s.faults.hangs.Load(),
+		Drops:          s.faults.drops.Load(),
 	}
 	for p, c := range s.requests {
 		if n := c.Load(); n > 0 {
@@ -358,6 +367,7 @@ type call struct {
 	watch   *connWatch
 	timer   *time.Timer
 	holding bool
+	counted bool // in Server.concurrent
 
 	slotAt    time.Time // when the slot was acquired
 	firstTok  time.Time
@@ -376,8 +386,16 @@ func (s *Server) newCall(ctx *fasthttp.RequestCtx, ms *modelState) *call {
 		c.watch = watchConn(ctx.Conn())
 	}
 	ms.lastUsed.Store(c.arrived.UnixNano())
+	n := s.concurrent.Add(1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
+	c.counted = true
 	return c
 }
+
+// ResetPeak restarts Stats.PeakConcurrent from the requests being served
+// now (a test measures the peak of one phase).
+func (s *Server) ResetPeak() { s.peak.Store(s.concurrent.Load()) }
 
 func (c *call) gone() <-chan struct{} {
 	if c.watch == nil {
@@ -463,6 +481,10 @@ func (c *call) tokenEmittedAt(t time.Time) {
 // finish releases the slot and records metrics. reason is the engine's
 // finish reason ("stop", "length"; ignored when the call was cancelled).
 func (c *call) finish(promptTokens, completionTokens int, reason string) {
+	if c.counted {
+		c.counted = false
+		c.s.concurrent.Add(-1)
+	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}
