@@ -12,7 +12,7 @@ import (
 
 func TestBackend_FastPathsDoNotAllocate(t *testing.T) {
 	r := testRegistry(t)
-	a := r.byName["a"]
+	a := r.Backend("a")
 	setStatus(a, true, "m")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

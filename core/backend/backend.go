@@ -12,14 +12,12 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -48,6 +46,8 @@ type Backend struct {
 	tel      telemetry                 // latency and throughput EMAs (telemetry.go)
 	gpu      atomic.Pointer[GPUStats]  // its GPUs' figures from the sidecar; nil: unknown (sidecar.go)
 	brk      breaker                   // live requests' circuit breaker (breaker.go)
+	cfg      config.Backend            // what it was built from (Registry.Put compares)
+	removed  atomic.Bool               // out of the registry: no new requests (Registry.Remove, Put)
 }
 
 // Admin states of a backend. A disabled or draining backend gets no new
@@ -148,7 +148,9 @@ func newBackend(bc config.Backend, t config.Timeouts) (*Backend, error) {
 		client: mk(false),
 		stream: mk(true),
 		slots:  make(chan struct{}, bc.MaxConcurrent),
+		cfg:    bc,
 	}
+	b.cfg.Models = slices.Clone(bc.Models)
 	b.brk.name = bc.Name
 	b.status.Store(&Status{Models: map[string]canon.DiscoveredModel{}})
 	return b, nil
@@ -238,8 +240,13 @@ func (b *Backend) Capacity() int { return cap(b.slots) }
 // adapter plugin serves its engine and its circuit breaker lets requests
 // through (closed, or half-open with its one probe not yet sent).
 func (b *Backend) Routable() bool {
-	return b.state.Load() == stateEnabled && b.status.Load().Healthy && b.adapter.Load() != nil && b.brk.allow()
+	return b.state.Load() == stateEnabled && !b.removed.Load() && b.status.Load().Healthy && b.adapter.Load() != nil &&
+		b.brk.allow()
 }
+
+// Removed reports whether b left the registry (deleted or replaced by an
+// update): its requests in flight finish, and it gets no new ones.
+func (b *Backend) Removed() bool { return b.removed.Load() }
 
 // LoadShare is the in-flight share of capacity, in-flight / max_concurrent.
 func (b *Backend) LoadShare() float64 {
@@ -383,174 +390,4 @@ func (s *Status) Model(model string) (canon.DiscoveredModel, bool) {
 		return m, ok
 	}
 	return canon.DiscoveredModel{}, false
-}
-
-// Registry holds every backend. Safe for concurrent use.
-type Registry struct {
-	backends []*Backend
-	byName   map[string]*Backend
-	sidecars atomic.Pointer[sidecarSet] // the GPU nodes (SetNodes); nil: none
-}
-
-// NewRegistry builds the backends of cfg.
-func NewRegistry(cfg *config.Config) (*Registry, error) {
-	r := &Registry{byName: map[string]*Backend{}}
-	for _, bc := range cfg.Backends {
-		b, err := newBackend(bc, cfg.Timeouts)
-		if err != nil {
-			return nil, err
-		}
-		r.backends = append(r.backends, b)
-		r.byName[b.Name] = b
-	}
-	return r, nil
-}
-
-// Backends returns every backend in configuration order.
-func (r *Registry) Backends() []*Backend { return r.backends }
-
-// Backend returns the backend named name, or nil.
-func (r *Registry) Backend(name string) *Backend { return r.byName[name] }
-
-// Pick chooses the backend for model: among healthy backends that serve
-// it, the one with the lowest in-flight share of its capacity. (Scoring by
-// GPU load, loaded models and latency arrives with the scheduler.)
-func (r *Registry) Pick(model string) (*Backend, error) {
-	var best *Backend
-	var bestLoad float64
-	known := false
-	for _, b := range r.backends {
-		st := b.status.Load()
-		if !st.Serves(model) {
-			continue
-		}
-		known = true
-		if !st.Healthy || b.adapter.Load() == nil || b.state.Load() != stateEnabled {
-			continue
-		}
-		load := float64(b.inflight.Load()) / float64(cap(b.slots))
-		if best == nil || load < bestLoad {
-			best, bestLoad = b, load
-		}
-	}
-	if best != nil {
-		return best, nil
-	}
-	if known {
-		return nil, apierr.New(canon.ErrOverloaded, "backend_unavailable",
-			fmt.Sprintf("no healthy backend is serving model %q right now", model))
-	}
-	return nil, apierr.New(canon.ErrNotFound, "model_not_found",
-		fmt.Sprintf("the model %q does not exist or is not served by any backend", model))
-}
-
-// Models lists the models that some routable backend (healthy, with an
-// adapter loaded) serves, sorted, with the largest known context length.
-// A dead backend's models leave the list, although Pick keeps answering
-// 503 rather than 404 for them.
-func (r *Registry) Models() canon.ModelList {
-	seen := map[string]*canon.Model{}
-	for _, b := range r.backends {
-		if !b.Routable() {
-			continue
-		}
-		for name, m := range b.status.Load().Models {
-			e, ok := seen[name]
-			if !ok {
-				e = &canon.Model{ID: name, OwnedBy: "mindrouter"}
-				seen[name] = e
-			}
-			mergeDiscovered(e, &m)
-			e.Backends = append(e.Backends, b.Name)
-		}
-	}
-	// "name:latest" answers to "name" too: when both are listed (say a
-	// vLLM backend serves "name" and an Ollama one "name:latest"), the
-	// model is listed once, as "name".
-	for name, m := range seen {
-		if short, ok := strings.CutSuffix(name, latestTag); ok {
-			if e, dup := seen[short]; dup {
-				e.ContextLength = max(e.ContextLength, m.ContextLength)
-				e.Backends = mergeNames(e.Backends, m.Backends)
-				e.Capabilities = mergeNames(e.Capabilities, m.Capabilities)
-				e.Loaded = e.Loaded || m.Loaded
-				e.SizeBytes = max(e.SizeBytes, m.SizeBytes)
-				if e.Family == "" {
-					e.Family = m.Family
-				}
-				delete(seen, name)
-			}
-		}
-	}
-	list := canon.ModelList{Models: make([]canon.Model, 0, len(seen))}
-	for _, m := range seen {
-		slices.Sort(m.Backends)
-		slices.Sort(m.Capabilities)
-		list.Models = append(list.Models, *m)
-	}
-	sort.Slice(list.Models, func(i, j int) bool { return list.Models[i].ID < list.Models[j].ID })
-	return list
-}
-
-// mergeDiscovered folds what one backend discovered about a model into
-// the gateway's entry: the largest context and size, any backend having it
-// loaded, the first family, the union of capabilities.
-func mergeDiscovered(e *canon.Model, m *canon.DiscoveredModel) {
-	e.ContextLength = max(e.ContextLength, m.ContextLength)
-	e.SizeBytes = max(e.SizeBytes, m.SizeBytes)
-	e.Loaded = e.Loaded || m.Loaded
-	if e.Family == "" {
-		e.Family = m.Family
-	}
-	e.Capabilities = mergeNames(e.Capabilities, m.Capabilities)
-}
-
-// mergeNames appends to a the names of b it lacks.
-func mergeNames(a, b []string) []string {
-	for _, n := range b {
-		if !slices.Contains(a, n) {
-			a = append(a, n)
-		}
-	}
-	return a
-}
-
-// Serving reports whether at least one routable backend (healthy, with an
-// adapter loaded) serves at least one model: whether the gateway can
-// answer any chat request now. It does not allocate.
-func (r *Registry) Serving() bool {
-	for _, b := range r.backends {
-		if b.Routable() && len(b.status.Load().Models) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// CheckEngines reports every backend whose configured engine is not among
-// formats, the formats of the loaded adapter plugins; nil when each has
-// one. The gateway calls it once plugins are loaded (and after a reload).
-func (r *Registry) CheckEngines(formats map[string]bool) error {
-	var errs []error
-	for _, b := range r.backends {
-		if !formats[b.Engine] {
-			errs = append(errs, fmt.Errorf("backend %q: engine %q has no loaded adapter plugin (adapter formats: %s)",
-				b.Name, b.Engine, formatList(formats)))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func formatList(formats map[string]bool) string {
-	var l []string
-	for f, ok := range formats {
-		if ok {
-			l = append(l, f)
-		}
-	}
-	if len(l) == 0 {
-		return "none"
-	}
-	sort.Strings(l)
-	return strings.Join(l, ", ")
 }

@@ -58,7 +58,7 @@ func setStatus(b *Backend, healthy bool, models ...string) {
 
 func TestRegistry_Pick(t *testing.T) {
 	r := testRegistry(t)
-	a, b := r.byName["a"], r.byName["b"]
+	a, b := r.Backend("a"), r.Backend("b")
 	if b.URL("/v1/models") != "http://127.0.0.1:2/v1/models" {
 		t.Fatalf("URL = %s", b.URL("/v1/models"))
 	}
@@ -91,7 +91,7 @@ func TestRegistry_Pick(t *testing.T) {
 
 func TestBackend_AcquireTimesOut(t *testing.T) {
 	r := testRegistry(t)
-	a := r.byName["a"]
+	a := r.Backend("a")
 	for i := 0; i < 2; i++ {
 		if err := a.Acquire(time.Second); err != nil {
 			t.Fatal(err)
@@ -111,7 +111,7 @@ func TestBackend_AcquireTimesOut(t *testing.T) {
 
 func TestRegistry_Models(t *testing.T) {
 	r := testRegistry(t)
-	a, b := r.byName["a"], r.byName["b"]
+	a, b := r.Backend("a"), r.Backend("b")
 	setStatus(a, true, "z", "m")
 	setStatus(b, true, "m", "a")
 	list := r.Models()
@@ -140,7 +140,7 @@ func TestRegistry_Models(t *testing.T) {
 
 func TestRegistry_Serving(t *testing.T) {
 	r := testRegistry(t)
-	a, b := r.byName["a"], r.byName["b"]
+	a, b := r.Backend("a"), r.Backend("b")
 	if r.Serving() {
 		t.Fatal("serving before discovery")
 	}
@@ -195,7 +195,7 @@ func TestRegistry_CheckEngines(t *testing.T) {
 
 func TestBackend_AcquireContext(t *testing.T) {
 	r := testRegistry(t)
-	a := r.byName["a"]
+	a := r.Backend("a")
 	if !a.TryAcquire() || !a.TryAcquire() {
 		t.Fatal("TryAcquire on a free backend failed")
 	}
@@ -243,7 +243,7 @@ func TestOllamaLatestAlias(t *testing.T) {
   - {name: v, engine: vllm, url: "http://127.0.0.1:2", max_concurrent: 2}
 `)
 	ad := testAdapter()
-	o, v := r.byName["o"], r.byName["v"]
+	o, v := r.Backend("o"), r.Backend("v")
 	status := func(models ...string) *Status {
 		st := &Status{Healthy: true, Probed: true, Models: map[string]canon.DiscoveredModel{}}
 		for i, m := range models {
@@ -301,7 +301,7 @@ func TestOllamaLatestAlias(t *testing.T) {
 
 func TestBackend_Waiting(t *testing.T) {
 	r := testRegistry(t)
-	a := r.byName["a"] // max_concurrent 2
+	a := r.Backend("a") // max_concurrent 2
 	for range 2 {
 		if !a.TryAcquire() {
 			t.Fatal("no free slot")

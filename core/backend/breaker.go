@@ -2,11 +2,16 @@ package backend
 
 // The circuit breaker of a backend.
 //
-// States: closed (requests flow) → open after BreakerThreshold consecutive
+// States: closed (requests flow) → open after breaker.failures consecutive
 // live failures (connection refused or reset, a 5xx answer, an attempt
-// timeout) → half-open once the cool-down has passed, letting exactly one
-// probe request through → closed when the probe succeeds, open again (with
-// the cool-down doubled, up to BreakerMaxCooldown) when it fails.
+// timeout, a stream broken after it started) within breaker.window of the
+// first of them → half-open once breaker.cooldown has passed, letting
+// exactly one probe request through → closed when the probe succeeds, open
+// again (with the cool-down doubled, up to the larger of breaker.cooldown
+// and BreakerMaxCooldown) when it fails. A success resets the count, and
+// so does a failure further than the window from the first counted one:
+// rare failures spread over a busy backend's hours never add up to an
+// open breaker.
 //
 // Only live requests move the breaker. Discovery's health probe succeeding
 // does not close an open breaker: an engine answers /health or /api/tags
@@ -24,15 +29,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mindrouter/mindrouter/core/config"
 )
 
-// Breaker defaults. A config key (backends' breaker.threshold,
-// breaker.cooldown, breaker.max_cooldown) may later set them; until then
-// they are constants.
+// Breaker defaults, for a breaker built without BreakerSettings (the
+// gateway passes the config's breaker section, whose own defaults are
+// config.Default's).
 const (
 	BreakerThreshold   = 5                // consecutive live failures that open the breaker
+	BreakerWindow      = 10 * time.Second // the failures must fall within this of the first
 	BreakerCooldown    = 10 * time.Second // first wait before a half-open probe
-	BreakerMaxCooldown = 60 * time.Second // the doubling cool-down's ceiling
+	BreakerMaxCooldown = 60 * time.Second // the doubling cool-down's ceiling, unless the cool-down is longer
 	// breakerProbeTimeout frees a probe slot whose request never reported
 	// (a bug or a lost goroutine), so a breaker cannot stay half-open with
 	// no probe possible for ever. It exceeds any attempt's time to headers.
@@ -48,22 +56,44 @@ const (
 
 var breakerNames = [...]string{"closed", "open", "half-open"}
 
+// BreakerSettings configure a backend's circuit breaker (config.Breaker);
+// zero fields take the Breaker* defaults.
+type BreakerSettings struct {
+	Failures int           // consecutive live failures that open it
+	Window   time.Duration // ... within this of the first of them
+	Cooldown time.Duration // how long it stays open before a probe
+}
+
+// BreakerFromConfig converts the config's breaker section.
+func BreakerFromConfig(c config.Breaker) BreakerSettings {
+	return BreakerSettings{Failures: c.Failures, Window: c.Window.D(), Cooldown: c.Cooldown.D()}
+}
+
 type breaker struct {
 	state atomic.Uint32 // read without the mutex on the hot path
 	fails atomic.Int32  // consecutive failures while closed
 
-	mu       sync.Mutex
-	until    time.Time     // open: when a probe may go
-	cooldown time.Duration // the current cool-down (doubles on each failed probe)
-	probing  bool          // half-open: the probe is out
-	probeAt  time.Time
+	mu        sync.Mutex
+	firstFail time.Time     // closed: when the counted run of failures began
+	until     time.Time     // open: when a probe may go
+	cooldown  time.Duration // the current cool-down (doubles on each failed probe)
+	probing   bool          // half-open: the probe is out
+	probeAt   time.Time
 
 	// Set once before use, or left zero for the defaults.
 	now       func() time.Time
 	threshold int32
+	window    time.Duration
 	base, max time.Duration
 	name      string
 	log       *slog.Logger
+}
+
+// configure applies s over the defaults; call before use.
+func (br *breaker) configure(s BreakerSettings) {
+	br.threshold = int32(min(s.Failures, 1<<30))
+	br.window, br.base = s.Window, s.Cooldown
+	br.max = max(s.Cooldown, BreakerMaxCooldown)
 }
 
 // The zero breaker is closed with the default settings (a Backend made
@@ -82,6 +112,13 @@ func (br *breaker) limit() int32 {
 		return br.threshold
 	}
 	return BreakerThreshold
+}
+
+func (br *breaker) windowLen() time.Duration {
+	if br.window > 0 {
+		return br.window
+	}
+	return BreakerWindow
 }
 
 func (br *breaker) baseCooldown() time.Duration {
@@ -181,7 +218,7 @@ func (br *breaker) toHalfOpenLocked() {
 func (br *breaker) success() {
 	if br.state.Load() == breakerClosed {
 		if br.fails.Load() != 0 {
-			br.fails.Store(0)
+			br.fails.Store(0) // failure() takes the mutex and restarts the window from 0
 		}
 		return
 	}
@@ -197,20 +234,23 @@ func (br *breaker) success() {
 	br.logger().Info("backend circuit breaker closed: the backend answered", slog.String("backend", br.name))
 }
 
-// failure records a live failure: the threshold's worth in a row opens a
-// closed breaker; any failure re-opens a half-open one with the cool-down
-// doubled. Failures while open (requests admitted before it opened) only
-// keep it open.
+// failure records a live failure: the threshold's worth in a row, within
+// the window, opens a closed breaker; any failure re-opens a half-open one
+// with the cool-down doubled. Failures while open (requests admitted
+// before it opened) only keep it open. Failures are rare: this takes the
+// mutex.
 func (br *breaker) failure() {
-	if br.state.Load() == breakerClosed && br.fails.Add(1) < br.limit() {
-		return
-	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	switch br.state.Load() {
 	case breakerClosed:
-		if br.fails.Load() < br.limit() {
-			return // a success reset the count meanwhile
+		now := br.clock()
+		if br.fails.Load() == 0 || now.Sub(br.firstFail) > br.windowLen() {
+			br.fails.Store(0) // a new run of failures starts here
+			br.firstFail = now
+		}
+		if br.fails.Add(1) < br.limit() {
+			return
 		}
 		br.cooldown = br.baseCooldown()
 		br.openLocked("consecutive failures")
@@ -265,10 +305,13 @@ func (b *Backend) ReportFailure() { b.brk.failure() }
 func (b *Backend) ReportAbandoned() { b.brk.abandoned() }
 
 // SetBreakerLogger sends the backends' circuit-breaker state changes to
-// log (slog.Default otherwise). Call it before serving: it is not
-// synchronised with requests.
+// log (slog.Default otherwise), those added later included. Call it
+// before serving: it is not synchronised with requests.
 func (r *Registry) SetBreakerLogger(log *slog.Logger) {
-	for _, b := range r.backends {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.brkLog = log
+	for _, b := range r.snap.Load().list {
 		b.brk.log = log
 	}
 }

@@ -206,7 +206,7 @@ func (h *countHandler) WithGroup(string) slog.Handler      { return h }
 func TestBreaker_LogsEachChangeOnce(t *testing.T) {
 	b, clk := testBreaker()
 	h := &countHandler{n: map[string]int{}}
-	r := &Registry{backends: []*Backend{b}}
+	r := registryOf(b)
 	r.SetBreakerLogger(slog.New(h))
 	for range 3 * BreakerThreshold {
 		b.ReportFailure()

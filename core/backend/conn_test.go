@@ -30,7 +30,7 @@ func backendAt(t testing.TB, url, idle string) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.byName["t"]
+	return r.Backend("t")
 }
 
 // post sends a POST with a small body through Do (stream false) or

@@ -26,8 +26,12 @@ type Discoverer struct {
 	done    chan struct{} // closed after the first round
 	once    sync.Once
 	caches  modelCaches // per-model probe results (modelprobe.go)
-	// AfterRound, when set before Run, runs after each round (the
-	// scheduler hands capacity that came back to its waiters).
+	// BeforeRound, when set before Run, runs before each round (the
+	// gateway brings the registry in line with the store's backends,
+	// which other replicas' admins change).
+	BeforeRound func(context.Context)
+	// AfterRound, when set before Run, runs after each round and each
+	// Probe (the scheduler hands capacity that came back to its waiters).
 	AfterRound func()
 }
 
@@ -58,15 +62,20 @@ func (d *Discoverer) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Round probes every backend once, concurrently, and polls every node's
-// GPU sidecar once (SetNodes).
+// GPU sidecar once (SetNodes). The backends are those registered when it
+// starts: one added meanwhile is probed by whoever added it (Probe), one
+// removed meanwhile finishes its probe unseen.
 func (d *Discoverer) Round(ctx context.Context) {
+	if d.BeforeRound != nil {
+		d.BeforeRound(ctx)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		d.pollSidecars(ctx)
 	}()
-	for _, b := range d.reg.backends {
+	for _, b := range d.reg.Backends() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -78,6 +87,27 @@ func (d *Discoverer) Round(ctx context.Context) {
 	if d.AfterRound != nil {
 		d.AfterRound()
 	}
+}
+
+// ErrUnknownBackend: no registered backend has the name.
+var ErrUnknownBackend = errors.New("no such backend")
+
+// Probe probes the backend named name now (a backend just registered or
+// changed, an admin's refresh) and returns the problem the probe found,
+// if any; then it runs AfterRound, so capacity it found goes to waiters.
+func (d *Discoverer) Probe(ctx context.Context, name string) error {
+	b := d.reg.Backend(name)
+	if b == nil {
+		return fmt.Errorf("probe backend %s: %w", name, ErrUnknownBackend)
+	}
+	d.probe(ctx, b)
+	if d.AfterRound != nil {
+		d.AfterRound()
+	}
+	if st := b.Status(); !st.Healthy {
+		return fmt.Errorf("probe backend %s: %s", name, st.Err)
+	}
+	return nil
 }
 
 // adapterFor finds the loaded plugin (a module of one adapter or a

@@ -32,7 +32,7 @@ func testDiscoverer(t *testing.T, b *Backend) *Discoverer {
 		return sdk.NewAdapter(sdk.Manifest{Name: "vllm", Format: "vllm",
 			Probes: []sdk.Probe{{Name: "models", Method: "GET", Path: "/v1/models"}}}, probeAdapter{})
 	})
-	reg := &Registry{backends: []*Backend{b}, byName: map[string]*Backend{b.Name: b}}
+	reg := registryOf(b)
 	return newDiscoverer(reg, func() []*pluginhost.Plugin { return []*pluginhost.Plugin{ad} },
 		2*time.Second, slog.New(slog.DiscardHandler))
 }

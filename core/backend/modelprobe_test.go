@@ -125,7 +125,7 @@ func showDiscoverer(t *testing.T, url string) (*Discoverer, *Backend) {
 			{Name: "show", Method: "POST", Path: "/show", Body: `{"model":{{model}}}`, PerModel: true},
 		}}, showAdapter{})
 	})
-	reg := &Registry{backends: []*Backend{b}, byName: map[string]*Backend{b.Name: b}}
+	reg := registryOf(b)
 	return newDiscoverer(reg, func() []*pluginhost.Plugin { return []*pluginhost.Plugin{ad} },
 		5*time.Second, slog.New(slog.DiscardHandler)), b
 }

@@ -93,6 +93,13 @@ const (
 // more loses its figures at once; the others keep theirs until the next
 // poll.
 func (r *Registry) SetNodes(nodes []Node) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.setNodesLocked(nodes)
+}
+
+func (r *Registry) setNodesLocked(nodes []Node) error {
+	snap := r.snap.Load()
 	set := &sidecarSet{}
 	var errs []error
 	names := map[string]bool{}
@@ -115,7 +122,7 @@ func (r *Registry) SetNodes(nodes []Node) error {
 		p := &nodePoller{node: n, client: wire.NewClient(n.URL, n.Key)}
 		p.node.Backends = make(map[string][]int, len(n.Backends))
 		for name, gpus := range n.Backends {
-			b := r.byName[name]
+			b := snap.byName[name]
 			switch {
 			case b == nil:
 				errs = append(errs, fmt.Errorf("set nodes: node %q: unknown backend %q", n.Name, name))
@@ -134,7 +141,7 @@ func (r *Registry) SetNodes(nodes []Node) error {
 			p.backends = append(p.backends, gpuUser{b: b, gpus: gpus})
 		}
 		// Configuration order, so polls publish in a stable order.
-		slices.SortFunc(p.backends, func(x, y gpuUser) int { return r.index(x.b) - r.index(y.b) })
+		slices.SortFunc(p.backends, func(x, y gpuUser) int { return snap.index(x.b) - snap.index(y.b) })
 		set.nodes = append(set.nodes, p)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -144,7 +151,7 @@ func (r *Registry) SetNodes(nodes []Node) error {
 	for _, x := range places {
 		x.b.place.Store(x.p)
 	}
-	for _, b := range r.backends {
+	for _, b := range snap.list {
 		if placed[b.Name] == "" {
 			b.place.Store(nil)
 			b.gpu.Store(nil)
@@ -170,7 +177,7 @@ func (r *Registry) Nodes() []Node {
 	return out
 }
 
-func (r *Registry) index(b *Backend) int { return slices.Index(r.backends, b) }
+func (s *regSnap) index(b *Backend) int { return slices.Index(s.list, b) }
 
 // pollSidecars asks every node's sidecar for its GPUs once, concurrently,
 // and publishes each backend's figures; a node whose poll fails leaves its
