@@ -1,0 +1,178 @@
+package responses
+
+import (
+	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
+)
+
+// item is one output item: its kind, whether a stream still has it open,
+// the canonical tool index (function calls), and its call_id, name and
+// text (the reasoning text, the message text or the call's arguments).
+type item struct {
+	kind         byte
+	open         bool
+	tool         int
+	callID, name string
+	text         string
+	buf          int // index of the scratch buffer text grows in this call; -1: none
+}
+
+// Response statuses.
+const (
+	statusInProgress = "in_progress"
+	statusCompleted  = "completed"
+	statusIncomplete = "incomplete"
+	statusFailed     = "failed"
+)
+
+// outcome is how a response ended.
+type outcome struct {
+	status     string
+	incomplete string // incomplete_details.reason
+	errCode    string // error.code of a failed response
+	errMsg     string
+}
+
+// outcomeOf maps the finish reason.
+func outcomeOf(f canon.FinishReason) outcome {
+	switch f {
+	case canon.FinishLength:
+		return outcome{status: statusIncomplete, incomplete: "max_output_tokens"}
+	case canon.FinishContentFilter:
+		return outcome{status: statusIncomplete, incomplete: "content_filter"}
+	}
+	return outcome{status: statusCompleted}
+}
+
+// appendItem writes an output item: its final form (done), or the form
+// output_item.added announces (empty text, status in_progress). The item
+// an incomplete response was cut off in (cut) is itself incomplete.
+func appendItem(b []byte, h *ids, it *item, n int, done, cut bool) []byte {
+	status := statusCompleted
+	if !done {
+		status = statusInProgress
+	} else if cut {
+		status = statusIncomplete
+	}
+	b = append(b, `{"id":`...)
+	b = h.appendItemID(b, it.kind, n)
+	switch it.kind {
+	case kindReasoning:
+		b = append(b, `,"type":"reasoning","summary":[],"content":[`...)
+		if done {
+			b = append(b, `{"type":"reasoning_text","text":`...)
+			b = append(jsonw.String(b, it.text), '}')
+		}
+		b = append(b, ']')
+	case kindMessage:
+		b = append(b, `,"type":"message","status":"`...)
+		b = append(b, status...)
+		b = append(b, `","role":"assistant","content":[`...)
+		if done {
+			b = appendTextPart(b, it.text)
+		}
+		b = append(b, ']')
+	default:
+		b = append(b, `,"type":"function_call","status":"`...)
+		b = append(b, status...)
+		b = append(b, `","call_id":`...)
+		b = appendCallID(b, h, it, n)
+		b = append(b, `,"name":`...)
+		b = jsonw.String(b, it.name)
+		b = append(b, `,"arguments":`...)
+		if done {
+			b = jsonw.String(b, arguments(it.text))
+		} else {
+			b = append(b, `""`...)
+		}
+	}
+	return append(b, '}')
+}
+
+func appendCallID(b []byte, h *ids, it *item, n int) []byte {
+	if it.callID != "" {
+		return jsonw.String(b, it.callID)
+	}
+	return h.appendCallID(b, n)
+}
+
+// arguments returns a finished call's arguments, "{}" when the model gave
+// none, so clients that parse them always see a JSON object.
+func arguments(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
+}
+
+// appendTextPart writes an output_text content part.
+func appendTextPart(b []byte, text string) []byte {
+	b = append(b, `{"type":"output_text","text":`...)
+	b = jsonw.String(b, text)
+	return append(b, `,"annotations":[],"logprobs":[]}`...)
+}
+
+// appendResponse writes the Response object. The request fields it echoes
+// are the API's defaults: the canonical response does not carry the
+// request, and the host's keeper, which has it, may store the exact ones.
+func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) []byte {
+	b = append(b, `{"id":`...)
+	b = h.appendRespID(b)
+	b = append(b, `,"object":"response","created_at":`...)
+	b = append(b, h.created...)
+	b = append(b, `,"status":"`...)
+	b = append(b, o.status...)
+	b = append(b, `","background":false,"error":`...)
+	if o.status == statusFailed {
+		b = append(b, `{"code":`...)
+		b = jsonw.String(b, o.errCode)
+		b = append(b, `,"message":`...)
+		b = append(jsonw.String(b, o.errMsg), '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"incomplete_details":`...)
+	if o.incomplete != "" {
+		b = append(b, `{"reason":"`...)
+		b = append(b, o.incomplete...)
+		b = append(b, `"}`...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"instructions":null,"max_output_tokens":null,"metadata":{},"model":`...)
+	b = jsonw.String(b, h.model)
+	b = append(b, `,"output":[`...)
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendItem(b, h, &items[i], i, o.status != statusInProgress, o.status == statusIncomplete && i == len(items)-1)
+	}
+	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":`...)
+	if u == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendUsage(b, u)
+	}
+	return append(b, `,"user":null}`...)
+}
+
+// appendUsage writes the Responses usage object; the detail objects are
+// required by the API, zero when the backend did not say.
+func appendUsage(b []byte, u *canon.Usage) []byte {
+	total := u.TotalTokens
+	if total == 0 {
+		total = u.PromptTokens + u.CompletionTokens
+	}
+	b = append(b, `{"input_tokens":`...)
+	b = jsonw.Int(b, int64(u.PromptTokens))
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = jsonw.Int(b, int64(u.CachedTokens))
+	b = append(b, `},"output_tokens":`...)
+	b = jsonw.Int(b, int64(u.CompletionTokens))
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
+	b = jsonw.Int(b, int64(u.ReasoningTokens))
+	b = append(b, `},"total_tokens":`...)
+	b = jsonw.Int(b, int64(total))
+	return append(b, '}')
+}

@@ -1,0 +1,132 @@
+package responses
+
+import (
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// stateVersion is the first byte of the stream state blob and the
+// manifest's StateVersion.
+const stateVersion = 1
+
+// streamState is what EncodeStream remembers between calls of one stream.
+// The .done events and the terminal event repeat every item's full text,
+// so the blob holds all of it: about the answer's size in bytes (a
+// 32k-token answer is about 130 KiB of English, more for scripts that take
+// 3 bytes a character), plus a few bytes per item. The host passes the
+// blob in and out of every call, so a stream costs two copies of the text
+// so far per call: O(n²) bytes over the stream, about 2 × 32k × 65 KiB ≈
+// 4 GiB of memcpy for a 32k-token answer sent one token per call (about a
+// second of CPU, spread over the answer; the host batches the events of
+// one read into one call, which divides it). Hence plugins.yaml's
+// limits.state_max_kb for the bundle.
+type streamState struct {
+	seq     uint64 // the next event's sequence_number
+	started bool   // response.created and response.in_progress were written
+	done    bool   // the terminal event was written
+	finish  canon.FinishReason
+	usage   *canon.Usage
+	u       canon.Usage // usage's storage
+	items   []item
+}
+
+const (
+	flagStarted = 1 << iota
+	flagDone
+	flagUsage
+)
+
+var errState = sdk.BadInput("openai-responses: corrupt stream state")
+
+// decode reads a blob written by encode; an empty blob is the initial
+// state. The items' strings view b (see view): b must not change during
+// the call.
+func (s *streamState) decode(b []byte, items []item) error {
+	*s = streamState{items: items[:0]}
+	if len(b) == 0 {
+		return nil
+	}
+	if b[0] != stateVersion {
+		return errState
+	}
+	r := sdk.StateReader{B: b[1:]}
+	s.seq = r.Uint()
+	flags := r.Uint()
+	s.finish = canon.FinishReason(bytesOf(&r))
+	if flags&flagUsage != 0 {
+		s.u = canon.Usage{PromptTokens: int(r.Uint()), CompletionTokens: int(r.Uint()), TotalTokens: int(r.Uint()),
+			ReasoningTokens: int(r.Uint()), CachedTokens: int(r.Uint())}
+		s.usage = &s.u
+	}
+	n := r.Uint()
+	if n > uint64(len(r.B)) { // each item takes at least one byte
+		return errState
+	}
+	for range n {
+		it := item{buf: -1}
+		k := r.Uint()
+		it.kind = byte(k >> 1)
+		it.open = k&1 != 0
+		it.tool = int(r.Uint())
+		it.callID, it.name, it.text = bytesOf(&r), bytesOf(&r), bytesOf(&r)
+		if it.kind < kindReasoning || it.kind > kindFunction {
+			return errState
+		}
+		s.items = append(s.items, it)
+	}
+	if r.Err() != nil || len(r.B) != 0 || flags&^(flagStarted|flagDone|flagUsage) != 0 || s.seq > 1<<40 {
+		return errState
+	}
+	s.started, s.done = flags&flagStarted != 0, flags&flagDone != 0
+	return nil
+}
+
+// bytesOf reads a length-prefixed string as a view of the blob.
+func bytesOf(r *sdk.StateReader) string {
+	n := r.Uint()
+	if r.Err() != nil || n > uint64(len(r.B)) {
+		r.B = nil
+		r.Uint() // records the error
+		return ""
+	}
+	s := view(r.B[:n])
+	r.B = r.B[n:]
+	return s
+}
+
+// encode writes s into w's reused buffer and returns it.
+func (s *streamState) encode(w *sdk.StateWriter) []byte {
+	w.B = append(w.B[:0], stateVersion)
+	w.Uint(s.seq)
+	var flags uint64
+	if s.started {
+		flags |= flagStarted
+	}
+	if s.done {
+		flags |= flagDone
+	}
+	if s.usage != nil {
+		flags |= flagUsage
+	}
+	w.Uint(flags)
+	w.String(string(s.finish))
+	if u := s.usage; u != nil {
+		for _, v := range [...]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.ReasoningTokens, u.CachedTokens} {
+			w.Uint(uint64(max(v, 0)))
+		}
+	}
+	w.Uint(uint64(len(s.items)))
+	for i := range s.items {
+		it := &s.items[i]
+		k := uint64(it.kind) << 1
+		if it.open {
+			k |= 1
+		}
+		w.Uint(k)
+		w.Uint(uint64(max(it.tool, 0)))
+		w.String(it.callID)
+		w.String(it.name)
+		w.String(it.text)
+	}
+	return w.B
+}
