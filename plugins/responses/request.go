@@ -15,11 +15,11 @@ import (
 // (include, truncation, service_tier, prompt_cache_key, stream_options)
 // are ignored, as the reference implementation ignores them.
 type reqFields struct {
-	model, input, instructions, stream, store, background  *fastjson.Value
-	maxOutputTokens, temperature, topP, metadata, user     *fastjson.Value
-	safetyIdentifier, reasoning, text, tools, toolChoice   *fastjson.Value
-	parallelToolCalls, previousResponseID, conversation    *fastjson.Value
-	prompt                                                 *fastjson.Value
+	model, input, instructions, stream, store, background *fastjson.Value
+	maxOutputTokens, temperature, topP, metadata, user    *fastjson.Value
+	safetyIdentifier, reasoning, text, tools, toolChoice  *fastjson.Value
+	parallelToolCalls, previousResponseID, conversation   *fastjson.Value
+	prompt                                                *fastjson.Value
 }
 
 func (f *reqFields) set(k []byte, v *fastjson.Value) {
@@ -179,11 +179,11 @@ func decodeOptions(f *reqFields, req *canon.ChatRequest) error {
 		req.MaxTokens = int(n)
 	}
 	for _, p := range [...]struct {
-		v        *fastjson.Value
-		name     string
-		dst      **float64
-		max      float64
-		rng      string
+		v    *fastjson.Value
+		name string
+		dst  **float64
+		max  float64
+		rng  string
 	}{
 		{f.temperature, "temperature", &req.Temperature, 2, "between 0 and 2"},
 		{f.topP, "top_p", &req.TopP, 1, "between 0 and 1"},
