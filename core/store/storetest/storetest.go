@@ -43,6 +43,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AdminEvents", testAdminEvents},
 		{"TimePrecision", testTimePrecision},
 		{"Concurrent", testConcurrent},
+		{"Responses", testResponses},
+		{"Conversations", testConversations},
+		{"ConversationAppendConcurrent", testConversationAppendConcurrent},
+		{"Blobs", testBlobs},
+		{"DeleteExpired", testDeleteExpired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each on its own database
