@@ -54,6 +54,12 @@ func (t *Translator) EncodeStreamError(c *sdk.Call, st *sdk.State, e *canon.Erro
 	}
 	var h ids
 	h.read(c, e.RequestID, "", 0)
+	if h.model == "" {
+		h.model = s.model
+	}
+	if s.created != "" {
+		h.created = s.created
+	}
 	out.Body = appendFailedWith(out.Body, &h, e, s.seq, s.items)
 	return nil
 }

@@ -146,7 +146,10 @@ func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) 
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendItem(b, h, &items[i], i, o.status != statusInProgress, o.status == statusIncomplete && i == len(items)-1)
+		// The item the answer was cut off in is incomplete: the last one
+		// of an incomplete response, any still open in a failed one.
+		cut := o.status == statusIncomplete && i == len(items)-1 || o.status == statusFailed && items[i].open
+		b = appendItem(b, h, &items[i], i, o.status != statusInProgress, cut)
 	}
 	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":`...)
 	if u == nil {

@@ -25,9 +25,12 @@ type streamState struct {
 	started bool   // response.created and response.in_progress were written
 	done    bool   // the terminal event was written
 	finish  canon.FinishReason
-	usage   *canon.Usage
-	u       canon.Usage // usage's storage
-	items   []item
+	// model and created are the response's, kept for response.failed:
+	// error_encode gets neither.
+	model, created string
+	usage          *canon.Usage
+	u              canon.Usage // usage's storage
+	items          []item
 }
 
 const (
@@ -53,9 +56,10 @@ func (s *streamState) decode(b []byte, items []item) error {
 	s.seq = r.Uint()
 	flags := r.Uint()
 	s.finish = canon.FinishReason(bytesOf(&r))
+	s.model, s.created = bytesOf(&r), bytesOf(&r)
 	if flags&flagUsage != 0 {
-		s.u = canon.Usage{PromptTokens: int(r.Uint()), CompletionTokens: int(r.Uint()), TotalTokens: int(r.Uint()),
-			ReasoningTokens: int(r.Uint()), CachedTokens: int(r.Uint())}
+		s.u = canon.Usage{PromptTokens: int(r.Int()), CompletionTokens: int(r.Int()), TotalTokens: int(r.Int()),
+			ReasoningTokens: int(r.Int()), CachedTokens: int(r.Int())}
 		s.usage = &s.u
 	}
 	n := r.Uint()
@@ -67,7 +71,7 @@ func (s *streamState) decode(b []byte, items []item) error {
 		k := r.Uint()
 		it.kind = byte(k >> 1)
 		it.open = k&1 != 0
-		it.tool = int(r.Uint())
+		it.tool = int(r.Int())
 		it.callID, it.name, it.text = bytesOf(&r), bytesOf(&r), bytesOf(&r)
 		if it.kind < kindReasoning || it.kind > kindFunction {
 			return errState
@@ -110,9 +114,11 @@ func (s *streamState) encode(w *sdk.StateWriter) []byte {
 	}
 	w.Uint(flags)
 	w.String(string(s.finish))
+	w.String(s.model)
+	w.String(s.created)
 	if u := s.usage; u != nil {
 		for _, v := range [...]int{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.ReasoningTokens, u.CachedTokens} {
-			w.Uint(uint64(max(v, 0)))
+			w.Int(int64(v))
 		}
 	}
 	w.Uint(uint64(len(s.items)))
@@ -123,7 +129,7 @@ func (s *streamState) encode(w *sdk.StateWriter) []byte {
 			k |= 1
 		}
 		w.Uint(k)
-		w.Uint(uint64(max(it.tool, 0)))
+		w.Int(int64(it.tool))
 		w.String(it.callID)
 		w.String(it.name)
 		w.String(it.text)

@@ -45,6 +45,7 @@ func (t *Translator) EncodeStream(c *sdk.Call, st *sdk.State, chunks []canon.Cha
 	e.h.read(c, id, model, created)
 	t.nbuf = 0
 	if !s.started {
+		s.model, s.created = e.h.model, e.h.created
 		e.lifecycle("response.created", &outcome{status: statusInProgress})
 		e.lifecycle("response.in_progress", &outcome{status: statusInProgress})
 		s.started = true
