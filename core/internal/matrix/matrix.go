@@ -15,19 +15,30 @@ import (
 
 // Dialects, engines and features of the matrix, in table order.
 var (
-	Dialects = []string{"openai", "anthropic", "ollama"}
+	// openai-responses is OpenAI's Responses API (/v1/responses), a
+	// dialect of its own beside Chat Completions ("openai").
+	Dialects = []string{"openai", "openai-responses", "anthropic", "ollama"}
 	Engines  = []string{"vllm", "ollama"}
-	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "rerank", "errors"}
+	// stored-state: state the gateway keeps for the client (Responses'
+	// previous_response_id, retrieval and the Conversations API).
+	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "rerank", "stored-state", "errors"}
 )
 
 // NotInDialect are the features a dialect has no API for (Anthropic has no
-// embeddings, legacy completions or rerank; Ollama no rerank): shown as
-// such, not as gaps.
+// embeddings, legacy completions or rerank; Ollama no rerank; the
+// Responses API is generation only, on OpenAI's other endpoints; only the
+// Responses API has stored state): shown as such, not as gaps.
 var NotInDialect = map[[2]string]bool{
-	{"anthropic", "embeddings"}:  true,
-	{"anthropic", "completions"}: true,
-	{"anthropic", "rerank"}:      true,
-	{"ollama", "rerank"}:         true,
+	{"openai", "stored-state"}:          true,
+	{"openai-responses", "embeddings"}:  true,
+	{"openai-responses", "completions"}: true,
+	{"openai-responses", "rerank"}:      true,
+	{"anthropic", "embeddings"}:         true,
+	{"anthropic", "completions"}:        true,
+	{"anthropic", "rerank"}:             true,
+	{"anthropic", "stored-state"}:       true,
+	{"ollama", "rerank"}:                true,
+	{"ollama", "stored-state"}:          true,
 }
 
 // Notes explain what a cell proves when it is not the feature working
