@@ -73,12 +73,12 @@ type FairOptions struct {
 	Clock Clock
 	// Record fills Request.Decision, when the server sets it.
 	Record bool
+	// Fleet, when set, shares the backends' slots and the users' service
+	// with the other replicas through Redis (see the package doc); its
+	// Run must run. nil: this replica schedules alone.
+	Fleet *Fleet
 }
 
-// Fair is the fair-share Admitter: weighted deficit round robin over
-// users, with per-model queues, burst credits and a starvation bound. See
-// the package doc for the algorithm and its invariants. Safe for
-// concurrent use.
 // Fair is the fair-share Admitter: weighted deficit round robin over
 // users, per model, with burst credits and a starvation bound. See the
 // package doc for the algorithm and its invariants. Safe for concurrent
@@ -93,6 +93,7 @@ type Fair struct {
 	refill  time.Duration
 	starve  time.Duration
 	record  bool
+	fleet   *Fleet // nil: alone
 
 	waitPool sync.Pool // *waiter
 
@@ -124,7 +125,11 @@ func NewFair(o FairOptions) *Fair {
 		refill:  o.BurstRefill,
 		starve:  o.StarvationAfter,
 		record:  o.Record,
+		fleet:   o.Fleet,
 		queues:  map[string]*modelQueue{},
+	}
+	if f.fleet != nil {
+		f.fleet.fair = f
 	}
 	if f.placer == nil {
 		f.placer = LeastLoadedPlacer{}
@@ -219,6 +224,16 @@ func (f *Fair) Waiting() int {
 // fast path for another model) can take it in between; with nobody
 // waiting it is returned to b.
 func (f *Fair) released(b *backend.Backend) {
+	if f.fleet != nil {
+		// The fleet decides whether the slot stays here (put); the best
+		// local waiter takes it if so.
+		f.mu.Lock()
+		b.Release()
+		f.fleet.put(b)
+		f.dispatchLocked(b)
+		f.mu.Unlock()
+		return
+	}
 	if f.queued.Load() == 0 {
 		b.Release()
 		// A request queued since the look above dispatches on its own
@@ -266,6 +281,13 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 		// Nobody waits for this model: any free slot is fair game.
 		for _, b := range ranked {
 			if b.TryAcquire() {
+				if f.fleet != nil {
+					if !f.fleet.take(b) {
+						b.Release() // no fleet slot held here: the request queues and the fleet claims
+						continue
+					}
+					f.fleet.charge(req.User, f.costOf(req))
+				}
 				fl.idleSince = f.clock.Now() // active: no burst credit accrues
 				if d.Record {
 					d.Chosen = b.Name
@@ -449,6 +471,11 @@ func (f *Fair) dispatchLocked(b *backend.Backend) {
 		if w == nil || !b.TryAcquire() {
 			return
 		}
+		if f.fleet != nil && !f.fleet.take(b) {
+			b.Release()
+			f.fleet.want(b) // the fleet claims a slot and dispatches again
+			return
+		}
 		f.grantLocked(w, b, promoted)
 	}
 }
@@ -563,6 +590,9 @@ func (f *Fair) grantLocked(w *waiter, b *backend.Backend, promoted bool) {
 		d.QueueWait = now.Sub(w.enq).Microseconds()
 		d.Position = w.pos
 	}
+	if f.fleet != nil {
+		f.fleet.charge(req.User, w.cost)
+	}
 	w.granted = b
 	req.lease.grantFor(b, f)
 	f.grants++
@@ -592,4 +622,40 @@ func ctxError(model string, err error) *apierr.Error {
 	}
 	return apierr.Wrap(canon.ErrOverloaded, "request_cancelled",
 		"the request was cancelled while waiting for a backend", err)
+}
+
+// dispatchBackend hands b's free slots to waiters: the fleet calls it
+// after claiming slots for b.
+func (f *Fair) dispatchBackend(b *backend.Backend) {
+	f.mu.Lock()
+	f.dispatchLocked(b)
+	f.mu.Unlock()
+}
+
+// fleetBid is what this replica bids for b's slots: how many of its
+// waiters b may serve (at most max_concurrent; 0 when none or when b may
+// not serve the best of them now) and the fleet-wide fair-share key of
+// the waiter a slot of b would go to — minus its wait in seconds (below
+// every key) when it is promoted by the starvation bound.
+func (f *Fair) fleetBid(b *backend.Backend) (n int, key float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nwaiting == 0 {
+		return 0, 0
+	}
+	w, promoted := f.pickLocked(b)
+	if w == nil {
+		return 0, 0
+	}
+	st := b.Status()
+	for _, mq := range f.active {
+		if st.Serves(mq.model) {
+			n += mq.n
+		}
+	}
+	n = min(n, b.Capacity())
+	if promoted {
+		return n, -1 - f.clock.Now().Sub(w.flow.waitFrom).Seconds()
+	}
+	return n, f.fleet.key(w.req.User, w.flow.weight)
 }
