@@ -8,15 +8,25 @@ import (
 )
 
 // codecVersion is the first byte of every encoded event; a spool written
-// by a later format is refused rather than misread.
-const codecVersion = 1
+// by a later format is refused rather than misread. An event with blobs
+// is written as codecBlobs: version 1's fields, then the blobs (count,
+// then hash, media type and bytes of each as strings); one without stays
+// byte for byte version 1, which every release reads.
+const (
+	codecVersion = 1
+	codecBlobs   = 2
+)
 
 // appendEvent appends e's binary form to b: the version, then every
 // field in Event order (strings as uvarint length and bytes, integers as
 // uvarints, time as varint Unix microseconds, bools as a byte, the float
 // as 8 bytes).
 func appendEvent(b []byte, e *Event) []byte {
-	b = append(b, codecVersion)
+	if len(e.Blobs) > 0 {
+		b = append(b, codecBlobs)
+	} else {
+		b = append(b, codecVersion)
+	}
 	b = appendStr(b, e.RequestID)
 	b = binary.AppendVarint(b, e.Time.UnixMicro())
 	b = appendStr(b, e.Replica)
@@ -48,7 +58,16 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendStr(b, e.ResponseBody)
 	b = appendBool(b, e.ContentTruncated)
 	b = appendStr(b, e.Decision)
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(e.EnergyJ))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.EnergyJ))
+	if len(e.Blobs) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(e.Blobs)))
+		for i := range e.Blobs {
+			b = appendStr(b, e.Blobs[i].SHA256)
+			b = appendStr(b, e.Blobs[i].MediaType)
+			b = appendStr(b, e.Blobs[i].Data)
+		}
+	}
+	return b
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -75,7 +94,7 @@ type decoder struct {
 
 // decodeEvent fills e from p (one record's payload).
 func decodeEvent(p []byte, e *Event) error {
-	if len(p) == 0 || p[0] != codecVersion {
+	if len(p) == 0 || p[0] != codecVersion && p[0] != codecBlobs {
 		return errCorrupt
 	}
 	d := decoder{s: string(p), off: 1}
@@ -99,15 +118,30 @@ func decodeEvent(p []byte, e *Event) error {
 	e.RequestBody, e.ResponseBody = d.str(), d.str()
 	e.ContentTruncated = d.bool()
 	e.Decision = d.str()
-	if d.err == nil && len(d.s)-d.off == 8 {
-		var u uint64
-		for i := range 8 {
-			u |= uint64(d.s[d.off+i]) << (8 * i)
-		}
-		e.EnergyJ = math.Float64frombits(u)
-		return nil
+	if d.err != nil || len(d.s)-d.off < 8 {
+		return errCorrupt
 	}
-	return errCorrupt
+	var u uint64
+	for i := range 8 {
+		u |= uint64(d.s[d.off+i]) << (8 * i)
+	}
+	d.off += 8
+	e.EnergyJ = math.Float64frombits(u)
+	e.Blobs = nil
+	if p[0] == codecBlobs {
+		n := d.uvarint()
+		if d.err != nil || n == 0 || n > uint64(len(d.s)-d.off) {
+			return errCorrupt
+		}
+		e.Blobs = make([]Blob, n)
+		for i := range e.Blobs {
+			e.Blobs[i] = Blob{SHA256: d.str(), MediaType: d.str(), Data: d.str()}
+		}
+	}
+	if d.err != nil || d.off != len(d.s) {
+		return errCorrupt
+	}
+	return nil
 }
 
 func (d *decoder) uvarint() uint64 {

@@ -7,9 +7,9 @@ package audit
 
 import "time"
 
-// Event is one audit row. Its fields map one to one onto the columns of
-// the ClickHouse table mindrouter.requests (Columns, in order); the
-// embedded sink stores the same fields.
+// Event is one audit row. Its fields but Blobs map one to one onto the
+// columns of the ClickHouse table mindrouter.requests (Columns, in
+// order); the embedded sink stores the same fields.
 type Event struct {
 	RequestID string    // the gateway's request id (X-Request-ID), unique
 	Time      time.Time // request start, UTC, microseconds
@@ -79,6 +79,12 @@ type Event struct {
 	// EnergyJ estimates the GPU energy of the request in joules from the
 	// node's power readings, 0 when unknown.
 	EnergyJ float64
+
+	// Blobs are the base64 payloads (images) taken out of the content,
+	// which holds references to them (BlobPrefix); they go to the blobs
+	// table, not to a column of requests. Filled by the recorder off the
+	// request path; nil when none.
+	Blobs []Blob
 }
 
 // Columns are the ClickHouse columns of Event, in field order: inserts

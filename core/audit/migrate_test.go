@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,9 +67,27 @@ func TestMigrateClickHouse(t *testing.T) {
 	if !slices.Equal(cols, Columns) {
 		t.Errorf("requests columns:\n got %v\nwant %v", cols, Columns)
 	}
+	var blobCols []string
+	rows, err = conn.Query(ctx, "SELECT name FROM system.columns WHERE database = ? AND table = 'blobs'", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		blobCols = append(blobCols, n)
+	}
+	rows.Close()
+	slices.Sort(blobCols)
+	if want := []string{"data", "media_type", "request_id", "sha256", "size", "time"}; !slices.Equal(blobCols, want) {
+		t.Errorf("blobs columns %v, want %v", blobCols, want)
+	}
+	files, _ := fs.Glob(schemaFS, "schema/*.sql")
 	var n uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".schema_migrations").Scan(&n); err != nil || n != 1 {
-		t.Errorf("schema_migrations rows = %d (%v), want 1", n, err)
+	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".schema_migrations").Scan(&n); err != nil || n != uint64(len(files)) {
+		t.Errorf("schema_migrations rows = %d (%v), want %d", n, err, len(files))
 	}
 	if err := MigrateClickHouse(ctx, conn, "x; DROP"); err == nil {
 		t.Error("a database name with SQL in it was accepted")

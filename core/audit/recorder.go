@@ -23,6 +23,19 @@ type Options struct {
 	Content         bool // record request and response bodies
 	MaxContentBytes int  // per body; default 64 KiB
 
+	// BlobMinBytes: a base64 payload in the content (an image: data: URL,
+	// Anthropic base64 source, Ollama images[]) at least this long, in
+	// base64 characters, is replaced by a reference (BlobPrefix) and its
+	// bytes stored once in the blobs table; default DefaultBlobMinBytes;
+	// negative: never. The work is the spool goroutine's, not Observe's.
+	BlobMinBytes int
+	// MaxBlobBytes and MaxEventBlobBytes bound the decoded bytes stored
+	// for one payload and for one event's; a payload past them keeps its
+	// reference (hash, type, size) but not its bytes. Defaults
+	// DefaultMaxBlobBytes, DefaultMaxEventBlobBytes.
+	MaxBlobBytes      int
+	MaxEventBlobBytes int
+
 	FlushEvery time.Duration // longest a spooled event waits for its batch; default 1s
 	BatchRows  int           // rows per batch; default 10000
 
@@ -63,6 +76,8 @@ type Recorder struct {
 	sp   *spool
 	sink sink
 	db   *sql.DB // the embedded sink's, for the admin API
+
+	blobs blobLimits
 
 	mu     sync.Mutex
 	queue  []Event
@@ -124,8 +139,21 @@ func New(o Options) (*Recorder, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	blobs := blobLimits{min: o.BlobMinBytes, perBlob: o.MaxBlobBytes, perEvent: o.MaxEventBlobBytes}
+	if blobs.min == 0 {
+		blobs.min = DefaultBlobMinBytes
+	}
+	if blobs.perBlob <= 0 {
+		blobs.perBlob = DefaultMaxBlobBytes
+	}
+	if blobs.perEvent <= 0 {
+		blobs.perEvent = DefaultMaxEventBlobBytes
+	}
+	if !o.Content {
+		blobs.min = -1
+	}
 	log := o.Log.With("component", "audit")
-	r := &Recorder{o: o, log: log, queue: make([]Event, 0, 1024),
+	r := &Recorder{o: o, log: log, blobs: blobs, queue: make([]Event, 0, 1024),
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), ran: make(chan struct{})}
 	sp, pending, err := openSpool(o.Dir, o.SegmentBytes, log)
@@ -395,6 +423,7 @@ func (r *Recorder) spoolQueued() error {
 		r.mu.Unlock()
 		buf := r.buf[:0]
 		for i := range batch {
+			r.blobs.extract(&batch[i])
 			at := len(buf)
 			buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // the header, filled by frameRecord
 			buf = appendEvent(buf, &batch[i])
@@ -485,8 +514,8 @@ func (r *Recorder) sinkLoop(ctx context.Context, spooled <-chan struct{}) {
 				}
 				break
 			}
-			if len(evs) < r.o.BatchRows && !draining {
-				break
+			if len(evs) < r.o.BatchRows && end-start < maxBatchBytes && !draining {
+				break // caught up: the rest waits for its batch to fill or the tick
 			}
 		}
 		if draining && (r.sp.bytes() == 0 || wctx.Err() != nil) {

@@ -18,6 +18,7 @@ import (
 type chSearcher struct {
 	conn  driver.Conn
 	table string // `db`.requests FINAL
+	blobs string // `db`.blobs FINAL
 }
 
 var chDialect = dialect{
@@ -49,7 +50,7 @@ func chQuote(ident string) string {
 // later: no window functions, no server-side parameters (the driver binds
 // arguments, quoted, on the client).
 func NewClickHouseSearcher(conn driver.Conn, database string) Searcher {
-	return &chSearcher{conn: conn, table: chQuote(database) + ".requests FINAL"}
+	return &chSearcher{conn: conn, table: chQuote(database) + ".requests FINAL", blobs: chQuote(database) + ".blobs FINAL"}
 }
 
 func (s *chSearcher) Search(ctx context.Context, q Query) ([]Event, int, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -194,7 +195,7 @@ func checkSearch(t *testing.T, s Searcher, evs []Event) {
 				t.Fatalf("%d events, want %d", len(got), len(want))
 			}
 			for i := range got {
-				if got[i] != want[i] {
+				if !reflect.DeepEqual(got[i], want[i]) {
 					t.Fatalf("event %d:\n got %+v\nwant %+v", i, got[i], want[i])
 				}
 			}
@@ -208,7 +209,7 @@ func checkSearch(t *testing.T, s Searcher, evs []Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Get:\n got %+v\nwant %+v", got, want)
 	}
 	if _, err := s.Get(ctx, "no-such-request"); err != ErrNotFound {

@@ -28,6 +28,9 @@ type chSink struct {
 	cols     chColumns
 }
 
+// blobColumns are the columns of db.blobs the writer fills.
+const blobColumns = "(sha256, media_type, size, data, time, request_id)"
+
 // DatabaseName is o's database, "mindrouter" when unset.
 func (o *CHOptions) DatabaseName() string {
 	if o.Database == "" {
@@ -102,6 +105,10 @@ func (s *chSink) write(ctx context.Context, evs []Event, maybeSent bool) error {
 			return nil
 		}
 	}
+	// A request's blobs go first: a stored row's references resolve.
+	if err := s.writeBlobs(ctx, evs); err != nil {
+		return err
+	}
 	batch, err := s.conn.PrepareBatch(ctx, s.insert)
 	if err != nil {
 		return fmt.Errorf("audit: clickhouse prepare insert: %w", err)
@@ -115,6 +122,77 @@ func (s *chSink) write(ctx context.Context, evs []Event, maybeSent bool) error {
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("audit: clickhouse insert %d rows: %w", len(evs), err)
+	}
+	return nil
+}
+
+// writeBlobs stores the blobs of evs that the table does not hold yet
+// (asking first, so that a re-sent batch or an image sent again adds no
+// copy; ReplacingMergeTree on the hash removes any that slips through).
+func (s *chSink) writeBlobs(ctx context.Context, evs []Event) error {
+	type ref struct {
+		b *Blob
+		e *Event
+	}
+	var todo []ref
+	seen := map[string]bool{}
+	for i := range evs {
+		for j := range evs[i].Blobs {
+			b := &evs[i].Blobs[j]
+			if !seen[b.SHA256] {
+				seen[b.SHA256] = true
+				todo = append(todo, ref{b, &evs[i]})
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString("SELECT sha256 FROM " + s.db + ".blobs WHERE sha256 IN (")
+	for i, r := range todo {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(chString(r.b.SHA256))
+	}
+	q.WriteByte(')')
+	rows, err := s.conn.Query(ctx, q.String())
+	if err != nil {
+		return fmt.Errorf("audit: clickhouse check for stored blobs: %w", err)
+	}
+	for rows.Next() {
+		var sum string
+		if err := rows.Scan(&sum); err != nil {
+			rows.Close()
+			return fmt.Errorf("audit: clickhouse check for stored blobs: %w", err)
+		}
+		seen[sum] = false
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("audit: clickhouse check for stored blobs: %w", err)
+	}
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+s.db+".blobs "+blobColumns)
+	if err != nil {
+		return fmt.Errorf("audit: clickhouse prepare blob insert: %w", err)
+	}
+	defer batch.Close()
+	n := 0
+	for _, r := range todo {
+		if !seen[r.b.SHA256] {
+			continue // already stored
+		}
+		if err := batch.Append(r.b.SHA256, r.b.MediaType, uint64(len(r.b.Data)), r.b.Data, chTime(r.e.Time), r.e.RequestID); err != nil {
+			return fmt.Errorf("audit: clickhouse blob row: %w", err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("audit: clickhouse insert %d blobs: %w", n, err)
 	}
 	return nil
 }

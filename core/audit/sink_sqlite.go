@@ -11,9 +11,10 @@ import (
 	_ "modernc.org/sqlite" // the embedded sink's driver
 )
 
-// sqliteSchema is the embedded sink's table: Event's columns with the
+// sqliteSchema is the embedded sink's tables: requests, Event's columns with the
 // same names as in ClickHouse, time as UTC text in sqliteTimeLayout, one
-// row per request id (the primary key makes a replayed batch harmless).
+// row per request id (the primary key makes a replayed batch harmless);
+// and blobs, as in ClickHouse (schema/0002_blobs.sql), one per hash.
 const sqliteSchema = `CREATE TABLE IF NOT EXISTS requests (
  request_id TEXT PRIMARY KEY, time TEXT NOT NULL, replica TEXT NOT NULL,
  user_id INTEGER NOT NULL, user TEXT NOT NULL, "group" TEXT NOT NULL, key_id TEXT NOT NULL, client_ip TEXT NOT NULL, user_agent TEXT NOT NULL,
@@ -27,7 +28,10 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS requests (
  decision TEXT NOT NULL, energy_j REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS requests_time ON requests (time);
 CREATE INDEX IF NOT EXISTS requests_user_time ON requests (user, time);
-CREATE INDEX IF NOT EXISTS requests_model_time ON requests (model, time)`
+CREATE INDEX IF NOT EXISTS requests_model_time ON requests (model, time);
+CREATE TABLE IF NOT EXISTS blobs (
+ sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL,
+ time TEXT NOT NULL, request_id TEXT NOT NULL)`
 
 // OpenEmbedded opens (creating it if needed) the embedded sink's SQLite
 // file, as the recorder writes it and the admin API reads it.
@@ -79,6 +83,9 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 		return fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
 	}
 	defer st.Close()
+	if err := s.writeBlobs(ctx, tx, evs); err != nil {
+		return err
+	}
 	for i := range evs {
 		e := &evs[i]
 		a := s.args
@@ -99,6 +106,21 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("audit: embedded sink: commit: %w", err)
+	}
+	return nil
+}
+
+// writeBlobs stores evs' blobs in tx; a hash already there is skipped.
+func (s *sqliteSink) writeBlobs(ctx context.Context, tx *sql.Tx, evs []Event) error {
+	for i := range evs {
+		e := &evs[i]
+		for j := range e.Blobs {
+			b := &e.Blobs[j]
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO blobs (sha256, media_type, size, data, time, request_id) VALUES (?, ?, ?, ?, ?, ?)`,
+				b.SHA256, b.MediaType, len(b.Data), []byte(b.Data), e.Time.UTC().Format(sqliteTimeLayout), e.RequestID); err != nil {
+				return fmt.Errorf("audit: embedded sink: insert blob: %w", err)
+			}
+		}
 	}
 	return nil
 }

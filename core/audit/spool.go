@@ -61,12 +61,13 @@ type spool struct {
 }
 
 const (
-	recHeader   = 8
-	maxRecord   = 64 << 20
-	segExt      = ".seg"
-	cursorFile  = "cursor"
-	readChunk   = 1 << 20
-	cursorBytes = 20
+	recHeader     = 8
+	maxRecord     = 64 << 20
+	maxBatchBytes = 64 << 20
+	segExt        = ".seg"
+	cursorFile    = "cursor"
+	readChunk     = 1 << 20
+	cursorBytes   = 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -272,7 +273,9 @@ func (s *spool) bytes() int64 { return s.durable.Load() - s.acked.Load() }
 func (s *spool) readBatch(evs []Event, max int) (out []Event, end int64, damaged int, err error) {
 	evs = evs[:0]
 	limit := s.durable.Load()
-	for len(evs) < max && s.pos < limit {
+	// Bytes bound a batch too: events with large content or blobs would
+	// otherwise hold BatchRows times their size in memory.
+	for from := s.pos; len(evs) < max && s.pos < limit && s.pos-from < maxBatchBytes; {
 		s.mu.Lock()
 		i, found := slices.BinarySearch(s.segs, s.pos)
 		if !found {
