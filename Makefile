@@ -1,6 +1,6 @@
 # MindRouter — run `make help` for the targets.
 GO       ?= go
-PLUGINS  := openai anthropic ollamaapi vllm ollama bundle
+PLUGINS  := openai anthropic ollamaapi responses vllm ollama bundle
 WASM     := $(PLUGINS:%=plugins/%.wasm)
 CONFIG   ?=
 # -p 1: packages one at a time, so the timing-sensitive tests (GC and

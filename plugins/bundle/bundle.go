@@ -1,6 +1,6 @@
-// Package bundle is MindRouter's first-party bundle: the openai, anthropic
-// and ollama-api translators and the vllm and ollama adapters served by one
-// WebAssembly module, so the
+// Package bundle is MindRouter's first-party bundle: the openai, anthropic,
+// ollama-api and openai-responses translators and the vllm and ollama
+// adapters served by one WebAssembly module, so the
 // gateway can run a request's translator and adapter in one fused call per
 // direction (see sdk.NewBundle and the fused ops of package abi). The
 // separate modules stay; this one serves the same components with the same
@@ -16,6 +16,7 @@ import (
 	"github.com/mindrouter/mindrouter/plugins/ollama"
 	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/plugins/responses"
 	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
 )
@@ -33,10 +34,14 @@ const (
 	Ollama                  // adapter
 	Anthropic               // translator
 	OllamaAPI               // translator (Ollama's client API)
+	Responses               // translator (OpenAI's Responses API)
 )
 
 // Parts returns fresh components in index order, the openai translator
-// with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM).
+// with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM). The
+// responses translator has no patch: its requests always take the fused
+// canonical path (a patch is per translator component, so the openai
+// patch never sees a Responses route).
 func Parts() []sdk.Component {
 	p := parts()
 	p[OpenAI] = p[OpenAI].Patch(vllm.Manifest().Name, newOpenAIVLLM())
@@ -51,6 +56,7 @@ func parts() []sdk.Component {
 		sdk.AdapterPart(ollama.Manifest(), ollama.New()),
 		sdk.TranslatorPart(anthropic.Manifest(), anthropic.New()),
 		sdk.TranslatorPart(ollamaapi.Manifest(), ollamaapi.New()),
+		sdk.TranslatorPart(responses.Manifest(), responses.New()),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mindrouter/mindrouter/plugins/anthropic"
 	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/plugins/responses"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
@@ -31,7 +32,7 @@ var translatorRoutes = []struct {
 	ti    uint16
 	route string
 }{{OpenAI, openai.RouteChat}, {OpenAI, openai.RouteCompletions}, {Anthropic, anthropic.RouteMessages},
-	{OllamaAPI, ollamaapi.RouteChat}, {OllamaAPI, ollamaapi.RouteGenerate}}
+	{OllamaAPI, ollamaapi.RouteChat}, {OllamaAPI, ollamaapi.RouteGenerate}, {Responses, responses.RouteResponses}}
 
 // routeMetaOf is the host's route meta for a request vector: the
 // translator's chat route (Ollama's generate for its generate goldens).
@@ -43,6 +44,8 @@ func routeMetaOf(v vec) []string {
 		return []string{abi.MetaRoute, openai.RouteCompletions, abi.MetaKind, string(sdk.EndpointChat)}
 	case v.ti == OllamaAPI && strings.Contains(filepath.Base(v.name), "generate"):
 		return []string{abi.MetaRoute, ollamaapi.RouteGenerate, abi.MetaKind, string(sdk.EndpointChat)}
+	case v.ti == Responses:
+		return []string{abi.MetaRoute, responses.RouteResponses, abi.MetaKind, string(sdk.EndpointResponses)}
 	}
 	return routeMeta
 }
@@ -83,6 +86,9 @@ func requestVectors(t testing.TB) []vec {
 	}
 	for _, f := range glob(t, "ollamaapi/testdata/requests/*.req.json") {
 		vs = append(vs, vec{name: f, ti: OllamaAPI, body: read(t, f)})
+	}
+	for _, f := range glob(t, "responses/testdata/requests/*.req.json") {
+		vs = append(vs, vec{name: f, ti: Responses, body: read(t, f)})
 	}
 	for _, f := range append(glob(t, "openai/testdata/requests/*.canon.json"), glob(t, "ollama/testdata/request/*.canon.json")...) {
 		vs = append(vs, vec{name: f, ti: CanonT, body: read(t, f)})
@@ -313,14 +319,14 @@ func TestFused_Interleaved(t *testing.T) {
 
 func TestManifest(t *testing.T) {
 	m := New().Manifest()
-	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Components) != 5 {
+	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Components) != 6 {
 		t.Fatalf("manifest %+v", m)
 	}
 	for i, want := range []struct {
 		name string
 		kind sdk.Kind
 	}{{"openai", sdk.KindTranslator}, {"vllm", sdk.KindAdapter}, {"ollama", sdk.KindAdapter},
-		{"anthropic", sdk.KindTranslator}, {"ollama-api", sdk.KindTranslator}} {
+		{"anthropic", sdk.KindTranslator}, {"ollama-api", sdk.KindTranslator}, {"openai-responses", sdk.KindTranslator}} {
 		if c := m.Components[i]; c.Name != want.name || c.Kind != want.kind || c.ABI != abi.Version {
 			t.Errorf("component %d: %s %s", i, c.Name, c.Kind)
 		}

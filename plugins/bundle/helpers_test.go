@@ -14,6 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/plugins/ollama"
 	"github.com/mindrouter/mindrouter/plugins/ollamaapi"
 	"github.com/mindrouter/mindrouter/plugins/openai"
+	"github.com/mindrouter/mindrouter/plugins/responses"
 	"github.com/mindrouter/mindrouter/plugins/vllm"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -27,8 +28,8 @@ import (
 // too: canonT "decodes" a canonical request, canonA "decodes" a canonical
 // response or one canonical chunk per event ("[DONE]" ends the stream).
 const (
-	CanonT uint16 = OllamaAPI + 1
-	CanonA uint16 = OllamaAPI + 2
+	CanonT uint16 = Responses + 1
+	CanonA uint16 = Responses + 2
 )
 
 type canonTranslator struct{ sdk.Unimplemented }
@@ -85,13 +86,14 @@ func singles() map[uint16]*sdk.Plugin {
 		Ollama:    sdk.NewAdapter(ollama.Manifest(), ollama.New()),
 		Anthropic: sdk.NewTranslator(anthropic.Manifest(), anthropic.New()),
 		OllamaAPI: sdk.NewTranslator(ollamaapi.Manifest(), ollamaapi.New()),
+		Responses: sdk.NewTranslator(responses.Manifest(), responses.New()),
 		CanonT:    sdk.NewTranslator(canonTPart().Manifest(), canonTranslator{}),
 		CanonA:    sdk.NewAdapter(canonAPart().Manifest(), canonAdapter{}),
 	}
 }
 
 var names = map[uint16]string{OpenAI: "openai", VLLM: "vllm", Ollama: "ollama", Anthropic: "anthropic", OllamaAPI: "ollama-api",
-	CanonT: "canonT", CanonA: "canonA"}
+	Responses: "openai-responses", CanonT: "canonT", CanonA: "canonA"}
 
 // res is an abi.Result copied out of the plugin's buffer, its meta as a map.
 type res struct {

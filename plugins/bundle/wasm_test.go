@@ -29,7 +29,7 @@ func TestWasm_MatchesNative(t *testing.T) {
 	if err := json.Unmarshal(ir.Payload, &m); err != nil || ir.Status != abi.StatusOK {
 		t.Fatalf("init: %v %s %s", err, ir.Status, ir.Error)
 	}
-	if m.Kind != sdk.KindBundle || m.Name != Name || len(m.Components) != 5 || m.Components[VLLM].Name != "vllm" ||
+	if m.Kind != sdk.KindBundle || m.Name != Name || len(m.Components) != 6 || m.Components[VLLM].Name != "vllm" ||
 		m.Components[VLLM].Framing != sdk.FramingSSE || m.Components[Ollama].Kind != sdk.KindAdapter {
 		t.Fatalf("manifest %s", ir.Payload)
 	}
