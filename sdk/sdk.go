@@ -158,12 +158,12 @@ const (
 // needs. A route's Name is free; its Kind is one of these.
 type Endpoint string
 
-// Endpoint kinds. Chat, models, embedding (ABI 2.2) and tokenize (2.2)
-// are served; the others are reserved names for the ops that later SDK
-// minor versions add (a plugin declaring one the host does not serve gets
-// 404 for that route). A legacy text completion is a chat route whose
-// DecodeRequest fills canon.ChatRequest.Prompt (OpenAI /v1/completions,
-// Ollama's raw generate).
+// Endpoint kinds. Chat, models, embedding (ABI 2.2), tokenize (2.2) and
+// responses (2.5) are served; the others are reserved names for the ops
+// that later SDK minor versions add (a plugin declaring one the host does
+// not serve gets 404 for that route). A legacy text completion is a chat
+// route whose DecodeRequest fills canon.ChatRequest.Prompt (OpenAI
+// /v1/completions, Ollama's raw generate).
 const (
 	EndpointChat       Endpoint = "chat"       // request_decode, request_encode, response/stream decode+encode, error ops
 	EndpointCompletion Endpoint = "completion" // reserved: completions are chat routes with a Prompt
@@ -172,7 +172,13 @@ const (
 	EndpointScore      Endpoint = "score"      // reserved
 	EndpointTokenize   Endpoint = "tokenize"   // request_decode, tokens_encode (TokenCountTranslator); no backend call
 	EndpointModels     Endpoint = "models"     // models_encode only; no backend call (a body only on one-model routes)
-	EndpointResponses  Endpoint = "responses"  // reserved: OpenAI Responses
+	// EndpointResponses (ABI 2.5): OpenAI's Responses API. A route of this
+	// kind runs the chat ops (DecodeRequest, EncodeResponse, EncodeStream,
+	// EncodeError); the host keeps the state (previous_response_id,
+	// conversation) and splices the stored history into `input` before
+	// DecodeRequest, and names the response after its request id
+	// ("chatcmpl-<hex>" → "resp_<hex>"; see plugins/responses).
+	EndpointResponses Endpoint = "responses"
 )
 
 // Route is an HTTP route a translator serves.

@@ -53,12 +53,22 @@
 //	            error_encode                            canonical request's tokens)
 //	rerank,     rerank_request_decode,                  rerank_request_encode,
 //	score       rerank_response_encode, error_encode    rerank_response_decode, error_decode
-//	completion, responses
-//	            reserved (a legacy text completion is a chat route whose
-//	            canonical request has a prompt); their ops arrive with later
-//	            minor versions as optional SDK interfaces, so existing plugins
-//	            keep working.
+//	responses   as chat (2.5); the host keeps the      as chat
+//	            client's state around them (below)
+//	completion  reserved (a legacy text completion is a chat route whose
+//	            canonical request has a prompt); its ops would arrive with a
+//	            later minor version as optional SDK interfaces, so existing
+//	            plugins keep working.
 //	            A route of a kind the host does not serve answers 404.
+//
+// A responses route (OpenAI's Responses API) runs the chat ops, and the
+// host keeps the state the API stores for its client: before
+// request_decode it consumes previous_response_id and conversation from
+// the body and splices the stored history into input (the translator
+// answers bad_input if it still finds either: the gateway keeps no state),
+// and it stores the answer the translator wrote. The host's request id is
+// "chatcmpl-<32 hex>" (MetaID); the translator names the response
+// "resp_<the same hex>", which is how the host finds what it stored.
 //
 // Every adapter also serves probe_decode for the probes in its manifest.
 // An op a plugin does not implement answers StatusUnsupported.
@@ -129,7 +139,7 @@ import (
 	"errors"
 )
 
-// ABI version 2.4. A host loads plugins of its major version and of any
+// ABI version 2.5. A host loads plugins of its major version and of any
 // minor version up to its own.
 //
 //   - 2.1: the canonical model list (models_encode) carries each model's
@@ -158,9 +168,13 @@ import (
 //     op: the model's canonical capabilities on the chosen backend, when
 //     known (the SDK refuses images without "vision" and tools without
 //     "tools" with bad_input). An older plugin ignores both.
+//   - 2.5: routes of kind "responses" (OpenAI's Responses API) are
+//     served: they run the chat ops; the host keeps the state
+//     (previous_response_id, conversation) and splices the stored
+//     history into the request body's input before request_decode.
 const (
 	VersionMajor = 2
-	VersionMinor = 4
+	VersionMinor = 5
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
