@@ -1,0 +1,296 @@
+package responses
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/mindrouter/mindrouter/core/apierr"
+	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/server"
+	"github.com/mindrouter/mindrouter/core/store"
+	"github.com/mindrouter/mindrouter/sdk/canon"
+)
+
+// request is what Begin reads of a Responses request body.
+type request struct {
+	store    bool
+	prevID   string
+	convID   string
+	input    []*fastjson.Value // the request's own items (normalised by Begin)
+	inputArg *fastjson.Value
+}
+
+// readRequest reads the fields the keeper acts on. v is the parsed body.
+func readRequest(a *fastjson.Arena, v *fastjson.Value) (request, error) {
+	if v.Type() != fastjson.TypeObject {
+		return request{}, badInput("", "The request body must be a JSON object.")
+	}
+	r := request{store: true}
+	if sv := v.Get("store"); sv != nil && sv.Type() != fastjson.TypeNull {
+		b, err := sv.Bool()
+		if err != nil {
+			return request{}, badInput("store", "Invalid type for 'store': expected a boolean.")
+		}
+		r.store = b
+	}
+	if pv := v.Get("previous_response_id"); pv != nil && pv.Type() != fastjson.TypeNull {
+		b, err := pv.StringBytes()
+		if err != nil || len(b) == 0 {
+			return request{}, badInput("previous_response_id", "Invalid 'previous_response_id': expected a response id.")
+		}
+		r.prevID = string(b)
+	}
+	if cv := v.Get("conversation"); cv != nil && cv.Type() != fastjson.TypeNull {
+		if cv.Type() == fastjson.TypeObject {
+			cv = cv.Get("id")
+		}
+		var b []byte
+		err := errors.New("no id")
+		if cv != nil {
+			b, err = cv.StringBytes()
+		}
+		if err != nil || len(b) == 0 {
+			return request{}, badInput("conversation", "Invalid 'conversation': expected a conversation id or {\"id\": ...}.")
+		}
+		r.convID = string(b)
+	}
+	if r.prevID != "" && r.convID != "" {
+		return request{}, badInput("conversation",
+			"Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.")
+	}
+	in := v.Get("input")
+	r.inputArg = in
+	switch {
+	case in == nil || in.Type() == fastjson.TypeNull:
+	case in.Type() == fastjson.TypeString:
+		// A string input is one user message.
+		text, _ := in.StringBytes()
+		part := a.NewObject()
+		part.Set("type", a.NewString("input_text"))
+		part.Set("text", a.NewStringBytes(text))
+		parts := a.NewArray()
+		parts.SetArrayItem(0, part)
+		msg := a.NewObject()
+		msg.Set("type", a.NewString("message"))
+		msg.Set("role", a.NewString("user"))
+		msg.Set("content", parts)
+		r.input = []*fastjson.Value{msg}
+	case in.Type() == fastjson.TypeArray:
+		r.input, _ = in.Array()
+	default:
+		return request{}, badInput("input", "Invalid type for 'input': expected a string or an array of input items.")
+	}
+	return r, nil
+}
+
+// history is the stored items a request continues from, in both forms.
+type history struct {
+	live, stored []byte // items joined by commas, no brackets
+}
+
+func (h *history) add(live, stored []byte) {
+	if len(live) == 0 {
+		return
+	}
+	if len(h.live) > 0 {
+		h.live = append(h.live, ',')
+		h.stored = append(h.stored, ',')
+	}
+	h.live = append(h.live, live...)
+	h.stored = append(h.stored, stored...)
+}
+
+// Begin reads a Responses request: it loads the history that
+// previous_response_id or conversation names (404 for an unknown or
+// another owner's id), splices it in front of the request's input items
+// and drops those two fields, and returns a Turn that stores the answer
+// (nil when store is false and there is no conversation). With no
+// history to splice the body is returned as it is.
+func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string, body []byte) ([]byte, server.Turn, error) {
+	if err := fastjson.ValidateBytes(body); err != nil {
+		return nil, nil, badInput("", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
+	}
+	parser := k.parsers.Get()
+	defer k.parsers.Put(parser)
+	a := k.arenas.Get()
+	defer func() { a.Reset(); k.arenas.Put(a) }()
+	v, err := parser.ParseBytes(body)
+	if err != nil {
+		return nil, nil, badInput("", "We could not parse the JSON body of your request.")
+	}
+	req, err := readRequest(a, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !req.store && req.prevID == "" && req.convID == "" {
+		return body, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	var (
+		owner = p.UserID
+		now   = k.now()
+		bs    blobSet
+		hist  history
+		res   = &resolver{k: k, ctx: ctx, refs: &bs}
+	)
+	hp := k.parsers.Get()
+	defer k.parsers.Put(hp)
+	if req.prevID != "" {
+		if err := k.loadPrevious(ctx, res, hp, a, owner, req.prevID, now, &hist); err != nil {
+			return nil, nil, err
+		}
+	}
+	if req.convID != "" {
+		if err := k.loadConversation(ctx, res, hp, a, owner, req.convID, now, &hist); err != nil {
+			return nil, nil, err
+		}
+	}
+	items := make([]prepared, len(req.input))
+	for i, it := range req.input {
+		param := "input"
+		if req.inputArg.Type() == fastjson.TypeArray {
+			param = itemParam("input", i)
+		}
+		if items[i], err = k.prepareItem(a, it, param, &bs); err != nil {
+			return nil, nil, err
+		}
+	}
+	out := body
+	if req.prevID != "" || req.convID != "" {
+		out = splice(v, hist.live, items)
+	}
+	if !req.store && req.convID == "" {
+		return out, nil, nil
+	}
+	t := &turn{k: k, owner: owner, requestID: requestID, store: req.store, prevID: req.prevID, convID: req.convID,
+		items: items, blobs: bs.blobs, refs: bs.refs}
+	if req.store {
+		t.input = expandedInput(hist.stored, items)
+	}
+	return out, t, nil
+}
+
+// loadPrevious adds a stored response's expanded input and output to h.
+func (k *Keeper) loadPrevious(ctx context.Context, res *resolver, p *fastjson.Parser, a *fastjson.Arena, owner int64,
+	id string, now time.Time, h *history) error {
+	notFound := apierr.New(canon.ErrNotFound, "previous_response_not_found", "Previous response with id '"+id+"' not found.")
+	notFound.Param = "previous_response_id"
+	if !validID([]byte(id)) {
+		return notFound
+	}
+	r, err := k.st.Response(ctx, owner, id, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound
+	}
+	if err != nil {
+		return storeErr("read the previous response", err)
+	}
+	if inner := arrayInner(r.Input); len(inner) > 0 {
+		for _, ref := range r.BlobRefs {
+			res.refs.refer(ref)
+		}
+		live, err := res.liveJSON(p, a, r.Input)
+		if err != nil {
+			return err
+		}
+		h.add(arrayInner(live), inner)
+	}
+	rv, err := p.ParseBytes(r.Response)
+	if err != nil {
+		return storeErr("read the previous response", err)
+	}
+	for _, item := range rv.GetArray("output") {
+		b := appendValue(nil, item)
+		h.add(b, b)
+	}
+	return nil
+}
+
+// loadConversation adds a conversation's items to h.
+func (k *Keeper) loadConversation(ctx context.Context, res *resolver, p *fastjson.Parser, a *fastjson.Arena, owner int64,
+	id string, now time.Time, h *history) error {
+	if !validID([]byte(id)) {
+		return convNotFound(id, "conversation")
+	}
+	if _, err := k.st.Conversation(ctx, owner, id, now); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return convNotFound(id, "conversation")
+		}
+		return storeErr("read the conversation", err)
+	}
+	items, _, err := k.st.ConversationItems(ctx, owner, id, store.ItemPage{})
+	if errors.Is(err, store.ErrNotFound) {
+		return convNotFound(id, "conversation")
+	}
+	if err != nil {
+		return storeErr("read the conversation's items", err)
+	}
+	for _, it := range items {
+		live, err := res.liveJSON(p, a, it.Item)
+		if err != nil {
+			return err
+		}
+		h.add(live, it.Item)
+	}
+	return nil
+}
+
+func convNotFound(id, param string) *apierr.Error {
+	e := apierr.New(canon.ErrNotFound, "conversation_not_found", "Conversation with id '"+id+"' not found.")
+	e.Param = param
+	return e
+}
+
+// arrayInner is a JSON array's text between its brackets (the store keeps
+// arrays this package wrote: no whitespace around them).
+func arrayInner(b []byte) []byte {
+	s := strings.TrimSpace(string(b))
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil
+	}
+	return []byte(strings.TrimSpace(s[1 : len(s)-1]))
+}
+
+// splice writes the body the translator gets: v without
+// previous_response_id, conversation and input, then "input" with the
+// history and the request's items.
+func splice(v *fastjson.Value, hist []byte, items []prepared) []byte {
+	for _, key := range []string{"previous_response_id", "conversation", "input"} {
+		for v.Get(key) != nil {
+			v.Del(key)
+		}
+	}
+	out := appendValue(make([]byte, 0, len(hist)+64), v)
+	out = out[:len(out)-1] // the closing brace
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = append(out, `"input":[`...)
+	out = append(out, hist...)
+	for i, it := range items {
+		if i > 0 || len(hist) > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it.live...)
+	}
+	return append(out, "]}"...)
+}
+
+// expandedInput is the stored form of the whole input: history, then the
+// request's items.
+func expandedInput(hist []byte, items []prepared) []byte {
+	out := append(make([]byte, 0, len(hist)+2), '[')
+	out = append(out, hist...)
+	for i, it := range items {
+		if i > 0 || len(hist) > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it.stored...)
+	}
+	return append(out, ']')
+}
