@@ -14,7 +14,13 @@ type item struct {
 	tool         int
 	callID, name string
 	text         string
-	buf          int // index of the scratch buffer text grows in this call; -1: none
+	// more is what a stream call appended to text so far, in the scratch
+	// buffer buf (-1: none): the state blob is written from text and
+	// more without joining them, which would copy the text once more per
+	// call. whole: the buffer holds text and more joined (flatten).
+	more  string
+	buf   int
+	whole bool
 }
 
 // Response statuses.

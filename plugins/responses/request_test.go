@@ -176,3 +176,27 @@ func TestInputTokens(t *testing.T) {
 		t.Errorf("other route: %q", msg)
 	}
 }
+
+// TestDecodeRequest_OutputAsInput: the host's keeper splices a stored
+// response's output items into the next request's input as they were
+// written; they must read back as the assistant turn they came from.
+func TestDecodeRequest_OutputAsInput(t *testing.T) {
+	h := newHarness(t)
+	body := h.EncodeResponse(responseCases[1].resp, sdktest.Meta(gwMeta...))
+	var r struct{ Output []json.RawMessage }
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	input := []json.RawMessage{json.RawMessage(`{"role":"user","content":"weather?"}`)}
+	input = append(input, r.Output...)
+	input = append(input, json.RawMessage(`{"type":"function_call_output","call_id":"call_a","output":"18C"}`))
+	req, _ := json.Marshal(map[string]any{"model": "m", "input": input})
+	got := h.DecodeRequest(req, sdktest.Meta(routeMeta...))
+	want := canon.ChatRequest{Model: "m", Messages: []canon.Message{user("weather?"),
+		{Role: canon.RoleAssistant, Reasoning: "Two cities: two calls.", Content: []canon.Part{{Type: canon.PartText, Text: "Checking \"both\"."}},
+			ToolCalls: []canon.ToolCall{{ID: "call_a", Name: "weather", Arguments: `{"city":"Paris"}`}, {ID: "call_" + testHex + "_3", Name: "weather", Arguments: "{}"}}},
+		{Role: canon.RoleTool, ToolCallID: "call_a", Content: []canon.Part{{Type: canon.PartText, Text: "18C"}}}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("-want +got:\n%s", d)
+	}
+}

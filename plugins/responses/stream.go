@@ -1,6 +1,8 @@
 package responses
 
 import (
+	"slices"
+
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
@@ -135,6 +137,9 @@ func (e *emitter) lifecycle(typ string, o *outcome) {
 	var items []item
 	if o.status != statusInProgress {
 		items = e.s.items
+		for i := range items {
+			e.flatten(&items[i])
+		}
 	}
 	var u *canon.Usage
 	if o.status != statusInProgress {
@@ -230,7 +235,8 @@ func (e *emitter) part(typ string, n int, text string) {
 }
 
 // grow appends delta to item n's text, in a scratch buffer of this call
-// (the first growth copies the text out of the state blob).
+// holding what the call added (more), so the text already in the state
+// blob is not copied for it.
 func (e *emitter) grow(n int, delta string) {
 	t, it := e.t, &e.s.items[n]
 	if it.buf < 0 {
@@ -239,10 +245,28 @@ func (e *emitter) grow(n int, delta string) {
 		if it.buf == len(t.bufs) {
 			t.bufs = append(t.bufs, nil)
 		}
-		t.bufs[it.buf] = append(t.bufs[it.buf][:0], it.text...)
+		t.bufs[it.buf] = t.bufs[it.buf][:0]
 	}
 	t.bufs[it.buf] = append(t.bufs[it.buf], delta...)
-	it.text = view(t.bufs[it.buf])
+	if it.whole {
+		it.text = view(t.bufs[it.buf])
+	} else {
+		it.more = view(t.bufs[it.buf])
+	}
+}
+
+// flatten joins item n's text and what this call added, for the events
+// that repeat the whole text (its .done events, the terminal event).
+func (e *emitter) flatten(it *item) {
+	if it.more == "" {
+		return
+	}
+	b, nt := e.t.bufs[it.buf], len(it.text)
+	b = slices.Grow(b, nt)[:len(b)+nt]
+	copy(b[nt:], b[:len(b)-nt])
+	copy(b, it.text)
+	e.t.bufs[it.buf] = b
+	it.text, it.more, it.whole = view(b), "", true
 }
 
 // closeAll closes every open item except those of kind keep (-1: none
@@ -255,6 +279,7 @@ func (e *emitter) closeAll(keep int16, cut bool) {
 			continue
 		}
 		it.open = false
+		e.flatten(it)
 		switch it.kind {
 		case kindReasoning:
 			b := e.itemRef(e.open("response.reasoning_text.done"), n)
