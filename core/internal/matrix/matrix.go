@@ -15,30 +15,35 @@ import (
 
 // Dialects, engines and features of the matrix, in table order.
 var (
-	// openai-responses is OpenAI's Responses API (/v1/responses), a
-	// dialect of its own beside Chat Completions ("openai").
-	Dialects = []string{"openai", "openai-responses", "anthropic", "ollama"}
+	// responses is OpenAI's Responses API (/v1/responses), a dialect of
+	// its own beside Chat Completions ("openai").
+	Dialects = []string{"openai", "responses", "anthropic", "ollama"}
 	Engines  = []string{"vllm", "ollama"}
-	// stored-state: state the gateway keeps for the client (Responses'
-	// previous_response_id, retrieval and the Conversations API).
-	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "rerank", "stored-state", "errors"}
+	// stored-responses and conversations are state the gateway keeps for
+	// the client: Responses' store, previous_response_id chaining and
+	// retrieval, and the Conversations API.
+	Features = []string{"text", "stream", "tools", "streamed-tools", "thinking", "json-schema", "images", "embeddings", "completions", "rerank", "stored-responses", "conversations", "errors"}
 )
 
 // NotInDialect are the features a dialect has no API for (Anthropic has no
 // embeddings, legacy completions or rerank; Ollama no rerank; the
-// Responses API is generation only, on OpenAI's other endpoints; only the
-// Responses API has stored state): shown as such, not as gaps.
+// Responses API is generation only, OpenAI's other endpoints serve the
+// rest; only the Responses API keeps state): shown as such, not as gaps.
 var NotInDialect = map[[2]string]bool{
-	{"openai", "stored-state"}:          true,
-	{"openai-responses", "embeddings"}:  true,
-	{"openai-responses", "completions"}: true,
-	{"openai-responses", "rerank"}:      true,
-	{"anthropic", "embeddings"}:         true,
-	{"anthropic", "completions"}:        true,
-	{"anthropic", "rerank"}:             true,
-	{"anthropic", "stored-state"}:       true,
-	{"ollama", "rerank"}:                true,
-	{"ollama", "stored-state"}:          true,
+	{"responses", "embeddings"}:  true,
+	{"responses", "completions"}: true,
+	{"responses", "rerank"}:      true,
+	{"anthropic", "embeddings"}:  true,
+	{"anthropic", "completions"}: true,
+	{"anthropic", "rerank"}:      true,
+	{"ollama", "rerank"}:         true,
+}
+
+func init() {
+	for _, d := range []string{"openai", "anthropic", "ollama"} {
+		NotInDialect[[2]string{d, "stored-responses"}] = true
+		NotInDialect[[2]string{d, "conversations"}] = true
+	}
 }
 
 // Notes explain what a cell proves when it is not the feature working

@@ -40,22 +40,24 @@ func TestReadRender(t *testing.T) {
 }
 
 // TestRender_Responses: the Responses dialect has its own section, with
-// stored state as a gap to prove and OpenAI's other endpoints as n/a.
+// stored responses and conversations as cells to prove (n/a for the other
+// dialects) and OpenAI's other endpoints as n/a.
 func TestRender_Responses(t *testing.T) {
-	in := `{"Action":"output","Test":"TestR","Output":"    x_test.go:10: matrix-cell openai-responses stored-state vllm\n"}` + "\n" +
+	in := `{"Action":"output","Test":"TestR","Output":"    x_test.go:10: matrix-cell responses stored-responses vllm\n"}` + "\n" +
 		`{"Action":"pass","Test":"TestR"}`
 	cells, failed, err := read(strings.NewReader(in))
 	if err != nil || failed != 0 {
 		t.Fatal(failed, err)
 	}
 	md := render(cells)
-	_, sec, ok := strings.Cut(md, "## openai-responses clients\n")
+	_, sec, ok := strings.Cut(md, "## responses clients\n")
 	if !ok {
 		t.Fatalf("no Responses section in\n%s", md)
 	}
 	sec, _, _ = strings.Cut(sec, "## anthropic clients")
 	for _, want := range []string{
-		"| stored-state | ✅ `TestR` | — |",
+		"| stored-responses | ✅ `TestR` | — |",
+		"| conversations | — | — |",
 		"| embeddings | n/a (no such API) | n/a (no such API) |",
 		"| tools | — | — |",
 	} {
@@ -63,7 +65,7 @@ func TestRender_Responses(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, sec)
 		}
 	}
-	if !strings.Contains(md, "| stored-state | n/a (no such API) | n/a (no such API) |") {
-		t.Error("stored-state is not n/a for the other dialects")
+	if !strings.Contains(md, "| conversations | n/a (no such API) | n/a (no such API) |") {
+		t.Error("conversations is not n/a for the other dialects")
 	}
 }
