@@ -12,8 +12,11 @@ import (
 	"image/color"
 	"image/png"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,6 +217,42 @@ func TestRecorderBlobs(t *testing.T) {
 			if _, err := br.Blob(ctx, "x'; DROP TABLE blobs"); !errors.Is(err, ErrBadHash) {
 				t.Errorf("bad hash: %v", err)
 			}
+			// docs/audit.md's query resolves request 1's two references.
+			var sums []string
+			if sink == "clickhouse" {
+				rows, err := conn.Query(ctx, docBlobQuery(t, sink))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var sum, mt string
+					var size uint64
+					if err := rows.Scan(&sum, &mt, &size); err != nil {
+						t.Fatal(err)
+					}
+					sums = append(sums, sum)
+				}
+				rows.Close()
+			} else {
+				rows, err := r.EmbeddedDB().QueryContext(ctx, docBlobQuery(t, sink))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var sum, mt string
+					var size int64
+					if err := rows.Scan(&sum, &mt, &size); err != nil {
+						t.Fatal(err)
+					}
+					sums = append(sums, sum)
+				}
+				rows.Close()
+			}
+			want := []string{hashOf(img), hashOf(img2)}
+			slices.Sort(want)
+			if !slices.Equal(sums, want) {
+				t.Errorf("the documented query found %v, want %v", sums, want)
+			}
 			if sink == "clickhouse" { // stored once although three requests carried it
 				var n uint64
 				if err := conn.QueryRow(ctx, "SELECT count() FROM "+o.ClickHouse.Database+".blobs").Scan(&n); err != nil || n != 2 {
@@ -222,4 +261,24 @@ func TestRecorderBlobs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docBlobQuery is docs/audit.md's query resolving a request's blobs, for
+// sink ("clickhouse" or "sqlite").
+func docBlobQuery(t *testing.T, sink string) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sink == "embedded" {
+		sink = "sqlite"
+	}
+	for _, m := range regexp.MustCompile("(?s)```sql\n-- blobs: (\\w+)\n(.*?)```").FindAllStringSubmatch(string(raw), -1) {
+		if m[1] == sink {
+			return strings.TrimSuffix(strings.TrimSpace(m[2]), ";")
+		}
+	}
+	t.Fatalf("docs/audit.md has no blobs query for %s", sink)
+	return ""
 }

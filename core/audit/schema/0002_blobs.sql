@@ -1,7 +1,8 @@
 -- MindRouter audit: large payloads taken out of request and response
 -- content (core/audit.Blob). A base64 image (a data: URL, Anthropic's
--- base64 source, Ollama's images[]) of at least audit.blob_min_bytes
--- becomes, in requests.request_body / response_body, a reference
+-- base64 source, Ollama's images[]) of at least 1 KiB (Options.
+-- BlobMinBytes) becomes, in requests.request_body / response_body, a
+-- reference
 --   mr-blob:sha256:<64 hex>;type=<media type>;size=<bytes>
 -- and its decoded bytes are stored here once, keyed by their SHA-256.
 -- A reference ending in ";not-stored" was over the bounds (per blob, per
