@@ -90,7 +90,7 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if req.Model, err = jsonread.Model(f.model); err != nil {
 		return err
 	}
-	if err := checkUnsupported(&f); err != nil {
+	if err := checkUnsupported(&f, count); err != nil {
 		return err
 	}
 	if err := decodeInstructions(f.instructions, req); err != nil {
@@ -118,12 +118,18 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 
 // checkUnsupported refuses what the gateway does not offer, naming the
 // field: state the keeper should have consumed, background mode, and
-// stored prompt templates.
-func checkUnsupported(f *reqFields) error {
-	if f.previousResponseID != nil {
+// stored prompt templates. The keeper runs on the responses route only,
+// so on the count route stored history is not counted whether or not the
+// gateway keeps state.
+func checkUnsupported(f *reqFields, count bool) error {
+	switch {
+	case count && f.previousResponseID != nil:
+		return sdk.BadInput("previous_response_id: counting a stored response's history is not supported (send the whole input)")
+	case count && f.conversation != nil:
+		return sdk.BadInput("conversation: counting a stored conversation is not supported (send the whole input)")
+	case f.previousResponseID != nil:
 		return sdk.BadInput(ErrNoState)
-	}
-	if f.conversation != nil {
+	case f.conversation != nil:
 		return sdk.BadInput("conversation needs stored conversations, which are off on this gateway")
 	}
 	if f.background != nil {

@@ -172,6 +172,9 @@ func TestInputTokens(t *testing.T) {
 	if !r.OK() || string(r.Payload) != `{"object":"response.input_tokens","input_tokens":42}` {
 		t.Fatalf("%s %s %s", r.Status, r.Payload, r.Error)
 	}
+	if msg := h.RequestError([]byte(`{"model":"m","input":"x","previous_response_id":"resp_1"}`), sdktest.Meta(countMeta...)); msg != "previous_response_id: counting a stored response's history is not supported (send the whole input)" {
+		t.Errorf("previous_response_id on the count route: %q", msg)
+	}
 	if msg := h.RequestError([]byte(`{"model":"m","input":"x"}`), sdktest.Meta(abi.MetaRoute, "models")); msg != "route models has no request body to decode" {
 		t.Errorf("other route: %q", msg)
 	}
