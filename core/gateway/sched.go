@@ -3,6 +3,9 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
@@ -11,17 +14,73 @@ import (
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
-// newAdmitter builds the scheduler scheduler.policy names; kick, when not
+// newScheduler builds the scheduler scheduler.policy names; kick, when not
 // nil, hands capacity that came back (a backend healthy again) to waiters
-// after each discovery round.
-func newAdmitter(cfg *config.Config, reg *backend.Registry, record bool) (adm sched.Admitter, kick func()) {
+// after each discovery round. With the fair policy and scheduler.fleet on
+// (config.FleetOn: redis.addr set, fleet not "off") and rdb, the
+// gateway's Redis client, the backends' slots and users' service are
+// shared with the other replicas (sched.Fleet); fleet is the component
+// that runs that sharing: it starts after Redis is up and closes, giving
+// this replica's idle slots back, after the listener drained.
+func newScheduler(cfg *config.Config, reg *backend.Registry, record bool, rdb *redis.Client, replica string,
+	log *slog.Logger) (adm sched.Admitter, kick func(), fleet Component) {
+	fleet = &fleetComponent{}
 	if cfg.Scheduler.Policy == "least_loaded" {
-		return sched.NewLeastLoaded(reg, cfg.Timeouts.QueueWait.D()), nil
+		return sched.NewLeastLoaded(reg, cfg.Timeouts.QueueWait.D()), nil, fleet
 	}
-	f := sched.NewFair(sched.FairOptions{Registry: reg, Placer: score.New(scoreWeights(cfg.Scheduler.Weights)),
+	o := sched.FairOptions{Registry: reg, Placer: score.New(scoreWeights(cfg.Scheduler.Weights)),
 		MaxWait: cfg.Timeouts.QueueWait.D(), Quantum: cfg.Scheduler.Quantum, BurstCredit: cfg.Scheduler.BurstCredit,
-		BurstRefill: cfg.Scheduler.BurstRefill.D(), StarvationAfter: cfg.Scheduler.StarvationAfter.D(), Record: record})
-	return f, f.Kick
+		BurstRefill: cfg.Scheduler.BurstRefill.D(), StarvationAfter: cfg.Scheduler.StarvationAfter.D(), Record: record}
+	if cfg.FleetOn() && rdb != nil {
+		o.Fleet = sched.NewFleet(sched.FleetOptions{Redis: rdb, Replica: replica, SlotLease: cfg.Scheduler.SlotLease.D(), Log: log})
+		fleet = &fleetComponent{fl: o.Fleet}
+	}
+	f := sched.NewFair(o)
+	return f, f.Kick, fleet
+}
+
+// newAdmitter is newScheduler without a fleet: this replica schedules
+// alone. (Start calls it until it wires newScheduler's fleet component.)
+func newAdmitter(cfg *config.Config, reg *backend.Registry, record bool) (adm sched.Admitter, kick func()) {
+	adm, kick, _ = newScheduler(cfg, reg, record, nil, "", nil)
+	return adm, kick
+}
+
+// fleetComponent runs a sched.Fleet (nothing when fl is nil).
+type fleetComponent struct {
+	fl     *sched.Fleet
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+func (c *fleetComponent) Name() string { return "scheduler-fleet" }
+
+func (c *fleetComponent) Start(ctx context.Context) error {
+	if c.fl == nil {
+		return nil
+	}
+	// Run outlives Start's ctx: it stops when the gateway closes.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	c.cancel, c.done = cancel, make(chan struct{})
+	go func() { defer close(c.done); c.fl.Run(rctx) }()
+	return nil
+}
+
+// Health is nil: with Redis down the fleet degrades to per-replica
+// shares and keeps serving.
+func (c *fleetComponent) Health(context.Context) error { return nil }
+
+func (c *fleetComponent) Close(ctx context.Context) error {
+	if c.cancel == nil {
+		return nil
+	}
+	c.cancel(nil)
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop the scheduler fleet: %w", ctx.Err())
+	}
 }
 
 // scoreWeights applies scheduler.weights (validated names) over the

@@ -11,6 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ErrAbandoned, as the cause of Run's ctx (context.WithCancelCause),
+// stops Run without giving anything back, as a crashed replica would:
+// its slots come back to the others when their leases expire (tests).
+var ErrAbandoned = errors.New("sched: fleet abandoned")
+
 // Run does the Fleet's work until ctx is done: it claims slots for
 // backends with local waiters (woken by Fair, by other replicas' release
 // notices on the pub/sub channel, and by a safety timer), gives idle
@@ -29,6 +34,9 @@ func (fl *Fleet) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrAbandoned) {
+				return
+			}
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			fl.shutdown(sctx)
 			cancel()
