@@ -126,7 +126,13 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 	if err != nil {
 		return nil, nil, err
 	}
+	// A null previous_response_id or conversation is no state, but the
+	// translator refuses either key: it goes too.
+	hasKeys := v.Get("previous_response_id") != nil || v.Get("conversation") != nil
 	if !req.store && req.prevID == "" && req.convID == "" {
+		if hasKeys {
+			return stripped(v), nil, nil
+		}
 		return body, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
@@ -161,8 +167,11 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 		}
 	}
 	out := body
-	if req.prevID != "" || req.convID != "" {
+	switch {
+	case req.prevID != "" || req.convID != "":
 		out = splice(v, hist.live, items)
+	case hasKeys:
+		out = stripped(v)
 	}
 	if !req.store && req.convID == "" {
 		return out, nil, nil
@@ -256,15 +265,26 @@ func arrayInner(b []byte) []byte {
 	return []byte(strings.TrimSpace(s[1 : len(s)-1]))
 }
 
-// splice writes the body the translator gets: v without
-// previous_response_id, conversation and input, then "input" with the
-// history and the request's items.
-func splice(v *fastjson.Value, hist []byte, items []prepared) []byte {
-	for _, key := range []string{"previous_response_id", "conversation", "input"} {
+// stripped is v without previous_response_id and conversation.
+func stripped(v *fastjson.Value) []byte {
+	delAll(v, "previous_response_id", "conversation")
+	return appendValue(nil, v)
+}
+
+// delAll deletes every occurrence of each key (a body may repeat one).
+func delAll(v *fastjson.Value, keys ...string) {
+	for _, key := range keys {
 		for v.Get(key) != nil {
 			v.Del(key)
 		}
 	}
+}
+
+// splice writes the body the translator gets: v without
+// previous_response_id, conversation and input, then "input" with the
+// history and the request's items.
+func splice(v *fastjson.Value, hist []byte, items []prepared) []byte {
+	delAll(v, "previous_response_id", "conversation", "input")
 	out := appendValue(make([]byte, 0, len(hist)+64), v)
 	out = out[:len(out)-1] // the closing brace
 	if len(out) > 1 {

@@ -269,6 +269,14 @@ func TestTurn_WhatIsStored(t *testing.T) {
 	if sent != body || turn != nil {
 		t.Errorf("store false, no history: %s, %v", sent, turn)
 	}
+	// Null state keys are no state, and are not passed on.
+	for _, b := range []string{`{"model":"m","store":false,"previous_response_id":null,"input":"hi"}`,
+		`{"model":"m","conversation":null,"input":"hi"}`} {
+		sent, _, _ = e.begin(alice, b)
+		if strings.Contains(sent, "previous_response_id") || strings.Contains(sent, "conversation") || !json.Valid([]byte(sent)) {
+			t.Errorf("Begin(%s) = %s", b, sent)
+		}
+	}
 	_, r1 := e.answer(alice, `{"model":"m","input":"remember 7"}`, "ok")
 	sent, turn, r2 := e.begin(alice, `{"model":"m","store":false,"previous_response_id":"`+r1+`","input":"which number?"}`)
 	if turn != nil || len(inputOf(t, sent)) != 3 {
