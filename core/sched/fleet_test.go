@@ -338,3 +338,65 @@ func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
 	}
 	req.lease.Release()
 }
+
+// Leases lost in Redis (a restart that no call noticed: here FLUSHALL)
+// are leased again at the next renewal while the pool has room; those
+// another replica took meanwhile are counted lost and not reused, so the
+// pool never holds more than max_concurrent.
+func TestFleet_LostLeases(t *testing.T) {
+	rd := testsvc.StartRedis(t)
+	c := redisClient(t, rd.Addr)
+	fo := FleetOptions{Redis: c, SlotLease: 1500 * time.Millisecond, Grace: time.Minute}
+	a := startReplica(t, "A", 2, fo, FairOptions{MaxWait: 10 * time.Second})
+	ctx := context.Background()
+	var ra [2]Request
+	for i := range ra {
+		ra[i] = Request{Model: "m", User: "u"}
+		if _, err := a.f.Admit(ctx, &ra[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "A's renewal to lease its slots again", func() bool { return slotCount(t, c, "a") == 2 })
+	if st := a.fl.Stats(); st.Lost != 0 {
+		t.Fatalf("%d leases lost with room in the pool", st.Lost)
+	}
+
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := startReplica(t, "B", 2, fo, FairOptions{MaxWait: 10 * time.Second})
+	var rb [2]Request
+	for i := range rb {
+		rb[i] = Request{Model: "m", User: "v"}
+		if _, err := b.f.Admit(ctx, &rb[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "A to find its leases lost", func() bool { return a.fl.Stats().Lost == 2 })
+	if n := slotCount(t, c, "a"); n != 2 {
+		t.Fatalf("%d slots in the pool, max_concurrent 2", n)
+	}
+	// A's requests end; it holds nothing, so its next request waits for B.
+	ra[0].lease.Release()
+	ra[1].lease.Release()
+	if held, inUse := a.fl.Held(a.b); held != 0 || inUse != 0 {
+		t.Fatalf("A holds %d, uses %d; want 0 and 0", held, inUse)
+	}
+	got := make(chan error, 1)
+	next := &Request{Model: "m", User: "u"}
+	go func() { _, err := a.f.Admit(ctx, next); got <- err }()
+	select {
+	case err := <-got:
+		t.Fatalf("A admitted a request while B holds every slot (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	rb[0].lease.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	next.lease.Release()
+	rb[1].lease.Release()
+}
