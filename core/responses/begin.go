@@ -156,6 +156,14 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 			return nil, nil, err
 		}
 	}
+	if len(hist.live) > k.opts.MaxHistoryBytes {
+		param := "previous_response_id"
+		if req.convID != "" {
+			param = "conversation"
+		}
+		return nil, nil, badInput(param, "The stored history this request continues is %d bytes, over this gateway's limit of %d bytes; start a new one.",
+			len(hist.live), k.opts.MaxHistoryBytes)
+	}
 	items := make([]prepared, len(req.input))
 	for i, it := range req.input {
 		param := "input"

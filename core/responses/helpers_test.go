@@ -46,13 +46,15 @@ type env struct {
 	k     *Keeper
 	st    *sqlstore.Store
 	clock *clock
-	n     int // request ids handed out
+	path  string // the SQLite file
+	n     int    // request ids handed out
 }
 
 func newEnv(t testing.TB, opts ...func(*Options)) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, sqlstore.SQLite, filepath.Join(t.TempDir(), "state.db"))
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := sqlstore.Open(ctx, sqlstore.SQLite, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func newEnv(t testing.TB, opts ...func(*Options)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &env{t: t, k: New(st, o, nil), st: st, clock: c}
+	return &env{t: t, k: New(st, o, nil), st: st, clock: c, path: path}
 }
 
 // requestID returns a fresh exchange id and the response id the

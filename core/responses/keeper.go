@@ -20,6 +20,7 @@ const (
 	DefaultMaxItemBytes     = 4 << 20
 	DefaultBlobThreshold    = 16 << 10
 	DefaultMaxResponseBytes = 32 << 20
+	DefaultMaxHistoryBytes  = 64 << 20
 )
 
 // storeTimeout bounds one exchange's store calls: a Turn's writes run on
@@ -40,6 +41,9 @@ type Options struct {
 	// MaxResponseBytes bounds the answer a Turn captures to store; a
 	// longer one is not stored (and logged).
 	MaxResponseBytes int
+	// MaxHistoryBytes bounds the history spliced into one request (400
+	// beyond: the client starts a new chain or conversation).
+	MaxHistoryBytes int
 	// Clock is the time source (tests); nil is time.Now.
 	Clock func() time.Time
 }
@@ -75,6 +79,9 @@ func New(st store.ResponseStore, opts Options, log *slog.Logger) *Keeper {
 	}
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MaxHistoryBytes <= 0 {
+		opts.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/store"
+	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
 
 // A chain: each turn's history is the previous response's expanded
@@ -310,6 +311,13 @@ func TestTurn_WhatIsStored(t *testing.T) {
 		t.Errorf("a failed turn was appended to its conversation: %+v", list.Data)
 	}
 
+	// A body that is not a response object (an input_tokens count) is
+	// not stored.
+	_, turn, r7 := e.begin(alice, `{"model":"m","input":"count me"}`)
+	turn.Write([]byte(`{"object":"response.input_tokens","input_tokens":3,"id":"` + r7 + `"}`))
+	turn.End(200)
+	e.fails(alice, "GET", "/v1/responses/"+r7, "", 404)
+
 	// A non-streamed body in two writes is stored at End.
 	_, turn, r6 := e.begin(alice, `{"model":"m","input":"split body"}`)
 	obj := responseObject(r6, "incomplete", "trunc")
@@ -474,6 +482,13 @@ func TestKeeper_Bounds(t *testing.T) {
 		}
 	}
 
+	small := newEnv(t, func(o *Options) { o.MaxHistoryBytes = 500 })
+	_, long := small.answer(alice, `{"model":"m","input":"`+strings.Repeat("y", 600)+`"}`, "ok")
+	if ae := small.beginErr(alice, `{"model":"m","previous_response_id":"`+long+`","input":"x"}`); ae.Status != 400 ||
+		ae.Param != "previous_response_id" {
+		t.Errorf("a history over MaxHistoryBytes: %+v", ae)
+	}
+
 	many := strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"x"},`, 21), ",")
 	e.fails(alice, "POST", "/v1/conversations", `{"items":[`+many+`]}`, 400)
 	e.fails(alice, "POST", "/v1/conversations/"+conv.ID+"/items", `{"items":[`+many+`]}`, 400)
@@ -558,5 +573,29 @@ func TestKeeper_Serves(t *testing.T) {
 		if got := k.Serves([]byte(tc.method), []byte(tc.path)); got != tc.want {
 			t.Errorf("Serves(%s %s) = %v, want %v", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// State lives in the store, not the process: a new Keeper over the same
+// database (a restarted gateway) serves and continues it.
+func TestKeeper_SurvivesRestart(t *testing.T) {
+	e := newEnv(t)
+	_, r1 := e.answer(alice, `{"model":"m","input":"before the restart"}`, "noted")
+	var conv conversations.Conversation
+	e.ok(alice, "POST", "/v1/conversations", `{"items":[{"role":"user","content":"kept"}]}`, &conv)
+	if err := e.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(context.Background(), sqlstore.SQLite, e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e.st, e.k = st, New(st, e.k.opts, nil)
+	e.ok(alice, "GET", "/v1/responses/"+r1, "", nil)
+	e.ok(alice, "GET", "/v1/conversations/"+conv.ID+"/items", "", nil)
+	sent, _, _ := e.begin(alice, `{"model":"m","previous_response_id":"`+r1+`","input":"after"}`)
+	if d := cmp.Diff([]string{"before the restart", "noted", "after"}, texts(inputOf(t, sent))); d != "" {
+		t.Errorf("continued after a restart (-want +got):\n%s", d)
 	}
 }

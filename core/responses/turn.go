@@ -120,6 +120,11 @@ func (t *turn) tryBody() bool {
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return false
 	}
+	if string(v.GetStringBytes("object")) != "response" {
+		// Not an answer to keep (an input_tokens count, say).
+		t.give("the body is not a response object")
+		return true
+	}
 	t.finish(v)
 	return true
 }
