@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -170,7 +171,7 @@ func (t *turn) finish(resp *fastjson.Value) {
 	defer cancel()
 	now := t.k.now()
 	if t.store {
-		r := &store.StoredResponse{ID: id, OwnerID: t.owner, Model: string(resp.GetStringBytes("model")),
+		r := &store.StoredResponse{ID: id, OwnerID: t.owner, Model: clip(resp.GetStringBytes("model"), 255),
 			PreviousID: t.prevID, ConversationID: t.convID, Input: t.input, Response: appendValue(nil, resp),
 			BlobRefs: t.refs, CreatedAt: now, TouchedAt: now}
 		if err := t.k.st.PutResponse(ctx, r, t.blobs); err != nil {
@@ -298,4 +299,16 @@ func peekType(data []byte) []byte {
 		return nil
 	}
 	return v.GetStringBytes("type")
+}
+
+// clip is s cut to at most n bytes at a character boundary (a column's
+// width).
+func clip(s []byte, n int) string {
+	if len(s) <= n {
+		return string(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string(s[:n])
 }

@@ -6,11 +6,11 @@
 -- max_allowed_packet. Re-runnable: IF NOT EXISTS, indexes inline.
 
 CREATE TABLE IF NOT EXISTS stored_responses (
-  id              VARCHAR(96)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  id              VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   owner_id        BIGINT       NOT NULL,
   model           VARCHAR(255) NOT NULL DEFAULT '',
-  previous_id     VARCHAR(96)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
-  conversation_id VARCHAR(96)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
+  previous_id     VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
+  conversation_id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
   input           LONGTEXT     NOT NULL,
   response        LONGTEXT     NOT NULL,
   created_at      DATETIME(6)  NOT NULL,
@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS stored_responses (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS conversations (
-  id         VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  id         VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   owner_id   BIGINT      NOT NULL,
   metadata   TEXT        NOT NULL,
   next_seq   BIGINT      NOT NULL DEFAULT 1,
@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS conversation_items (
-  conversation_id VARCHAR(96)  CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  conversation_id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   seq             BIGINT       NOT NULL,
   item_id         VARCHAR(190) NOT NULL,
   item            LONGTEXT     NOT NULL,
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS response_blobs (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS response_blob_refs (
-  response_id VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  response_id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   hash        CHAR(64)    CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   PRIMARY KEY (response_id, hash),
   KEY ix_response_blob_refs_hash (hash),
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS response_blob_refs (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS conversation_blob_refs (
-  conversation_id VARCHAR(96) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  conversation_id VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   hash            CHAR(64)    CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
   PRIMARY KEY (conversation_id, hash),
   KEY ix_conversation_blob_refs_hash (hash),
