@@ -204,14 +204,15 @@ func blobOf(raw, key string, lim *blobLimits, have []Blob) (ref string, blob Blo
 
 // decodeBase64 accepts standard and URL-safe base64, padded or not.
 func decodeBase64(s string) ([]byte, error) {
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
-		enc = base64.URLEncoding
-	}
+	std, url := base64.StdEncoding, base64.URLEncoding
 	if len(s)%4 != 0 {
-		enc = enc.WithPadding(base64.NoPadding)
+		std, url = base64.RawStdEncoding, base64.RawURLEncoding
 	}
-	return enc.DecodeString(s)
+	b, err := std.DecodeString(s)
+	if err != nil { // rare: try the URL-safe alphabet
+		b, err = url.DecodeString(s)
+	}
+	return b, err
 }
 
 // validMediaType keeps a media type that can go into a reference as is.
