@@ -282,3 +282,50 @@ func docBlobQuery(t *testing.T, sink string) string {
 	t.Fatalf("docs/audit.md has no blobs query for %s", sink)
 	return ""
 }
+
+// A body longer than max_content_bytes because of an image keeps the
+// image whole (stored as a blob) and its text cut at the bound; a long
+// body without images is cut as before.
+func TestRecorderLongBodies(t *testing.T) {
+	img := testPNG(t, 64, 9) // about 16 KiB
+	r, err := New(Options{Dir: t.TempDir(), EmbeddedPath: filepath.Join(t.TempDir(), "audit.db"), Content: true,
+		MaxContentBytes: 4096, FlushEvery: 20 * time.Millisecond, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	waitRunning(t, r)
+	text := strings.Repeat("words ", 1000)
+	o := testOutcome(1)
+	o.Request = []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,` +
+		base64.StdEncoding.EncodeToString(img) + `"}},{"type":"text","text":"` + text + `"}]}]}`)
+	r.Observe(o)
+	o = testOutcome(2)
+	o.Request = []byte(`{"model":"m","messages":[{"role":"user","content":"` + text + `"}]}`)
+	r.Observe(o)
+	s := NewSQLiteSearcher(r.EmbeddedDB())
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); r.Pending() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending after 30 s", r.Pending())
+		}
+	}
+	e, err := s.Get(ctx, "req-00000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(e.RequestBody, `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"`+refOf(img, "image/png")+`"}}`) ||
+		len(e.RequestBody) != 4096 || !e.ContentTruncated {
+		t.Errorf("image request stored as %d bytes, truncated %v: %.200s", len(e.RequestBody), e.ContentTruncated, e.RequestBody)
+	}
+	if b, err := s.(BlobReader).Blob(ctx, hashOf(img)); err != nil || b.Data != string(img) {
+		t.Errorf("blob: %d bytes, %v", len(b.Data), err)
+	}
+	e, err = s.Get(ctx, "req-00000002")
+	if err != nil || len(e.RequestBody) != 4096 || !e.ContentTruncated {
+		t.Errorf("text request stored as %d bytes, truncated %v: %v", len(e.RequestBody), e.ContentTruncated, err)
+	}
+	if n := r.rawQueued.Load(); n != 0 {
+		t.Errorf("rawQueued %d after everything was spooled", n)
+	}
+}

@@ -77,7 +77,8 @@ type Recorder struct {
 	sink sink
 	db   *sql.DB // the embedded sink's, for the admin API
 
-	blobs blobLimits
+	blobs     blobLimits
+	rawQueued atomic.Int64 // bytes of long bodies queued for prepare (keep)
 
 	mu     sync.Mutex
 	queue  []Event
@@ -193,8 +194,8 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 	var req, resp string
 	cut := o.ResponseCut
 	if r.o.Content {
-		req, cut = clip(o.Request, r.o.MaxContentBytes, cut)
-		resp, cut = clip(o.Response, r.o.MaxContentBytes, cut)
+		req, cut = r.keep(o.Request, cut)
+		resp, cut = r.keep(o.Response, cut)
 	}
 	var decision string
 	if len(o.Decision) > 0 {
@@ -203,6 +204,7 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 	r.mu.Lock()
 	if r.closed || len(r.queue) >= r.o.MaxQueue || r.full.Load() {
 		r.mu.Unlock()
+		r.rawQueued.Add(-r.rawLen(req, resp))
 		r.drop()
 		return
 	}
@@ -218,11 +220,60 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 	}
 }
 
-func clip(b []byte, n int, cut bool) (string, bool) {
-	if len(b) > n {
-		return string(b[:n]), true
+// keep copies a body for the event: up to MaxContentBytes or, when it is
+// longer and images are taken out of content, up to MaxContentBytes plus
+// the per-event blob allowance in base64 characters, which the spool
+// goroutine cuts back to MaxContentBytes once the images are out. The
+// copy is the only cost on the request path (no parsing), paid only by
+// such long bodies, and the bytes they hold in the queue are bounded by
+// maxRawQueued (past it a body is cut at MaxContentBytes here).
+func (r *Recorder) keep(b []byte, cut bool) (string, bool) {
+	n := r.o.MaxContentBytes
+	if len(b) <= n {
+		return string(b), cut
 	}
-	return string(b), cut
+	if r.blobs.min > 0 {
+		m := min(len(b), n+r.blobs.perEvent/3*4+4096)
+		if r.rawQueued.Add(int64(m)) <= maxRawQueued {
+			return string(b[:m]), cut || m < len(b)
+		}
+		r.rawQueued.Add(-int64(m))
+	}
+	return string(b[:n]), true
+}
+
+// maxRawQueued bounds the bytes of bodies longer than MaxContentBytes
+// waiting in the queue for their images to be taken out.
+const maxRawQueued = 256 << 20
+
+// rawLen is how many bytes of req and resp keep counted in rawQueued.
+func (r *Recorder) rawLen(req, resp string) int64 {
+	var n int64
+	for _, b := range [...]string{req, resp} {
+		if len(b) > r.o.MaxContentBytes {
+			n += int64(len(b))
+		}
+	}
+	return n
+}
+
+// prepare is the spool goroutine's work on an event before it is
+// encoded: images out of the content, then a body that Observe kept
+// longer than MaxContentBytes for them cut back to it.
+func (r *Recorder) prepare(e *Event) {
+	raw := r.rawLen(e.RequestBody, e.ResponseBody)
+	r.blobs.extract(e)
+	if raw == 0 {
+		return
+	}
+	n := r.o.MaxContentBytes
+	if len(e.RequestBody) > n {
+		e.RequestBody, e.ContentTruncated = e.RequestBody[:n], true
+	}
+	if len(e.ResponseBody) > n {
+		e.ResponseBody, e.ContentTruncated = e.ResponseBody[:n], true
+	}
+	r.rawQueued.Add(-raw)
 }
 
 // fillEvent copies o's fields (strings are immutable; nothing aliases a
@@ -423,7 +474,7 @@ func (r *Recorder) spoolQueued() error {
 		r.mu.Unlock()
 		buf := r.buf[:0]
 		for i := range batch {
-			r.blobs.extract(&batch[i])
+			r.prepare(&batch[i])
 			at := len(buf)
 			buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // the header, filled by frameRecord
 			buf = appendEvent(buf, &batch[i])
