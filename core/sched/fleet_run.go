@@ -86,7 +86,7 @@ func (fl *Fleet) housekeep(ctx context.Context, now time.Time, t *loopTimes) {
 	fl.mu.Lock()
 	for _, s := range fl.slots {
 		idle := len(s.names) > s.inUse
-		if (idle && (now.Before(s.othersUntil) || now.Sub(s.lastPut) >= fl.grace)) ||
+		if (idle && (now.Before(s.othersUntil) || now.Sub(s.lastPut) >= fl.grace)) || len(s.arb) > 0 ||
 			(s.bidding && now.Sub(s.lastClaim) >= fleetRetry) {
 			fl.markLocked(s)
 		}
@@ -158,8 +158,13 @@ func (fl *Fleet) process(ctx context.Context, s *fleetSlots) {
 	now := time.Now()
 	fl.mu.Lock()
 	if d > 0 && len(s.names) > s.inUse {
+		// A slot is idle here: the waiters take it, and those set aside
+		// for arbitration too, without asking (the idle one would serve
+		// them anyway).
+		s.names = append(s.names, s.arb...)
+		s.arb = nil
 		fl.mu.Unlock()
-		fl.fair.dispatchBackend(s.b) // a slot is idle here: no need to ask
+		fl.fair.dispatchBackend(s.b)
 		return
 	}
 	offer := s.arb

@@ -183,7 +183,9 @@
 // and that slow safety timer; nothing polls Redis in a loop.
 //
 // Keys. Each user's service is an exponentially decayed count of the
-// estimated tokens dispatched for it (half-life 60 s), kept in a Redis
+// estimated tokens dispatched for it, contended or not (half-life 60 s:
+// unlike the DRR's deficits, uncontended use weighs on the user's key
+// for a minute or so), kept in a Redis
 // hash; each replica pushes what it served and re-reads the counters of
 // its recent users every 100 ms in one round trip. A bid's key is the
 // user's service divided by its weight (lower first); a waiter promoted
@@ -225,7 +227,8 @@
 // once when it closes): each replica then schedules alone with
 // max(1, max_concurrent / live replicas) slots per backend, where live is
 // the number of replicas whose heartbeat (a sorted set beaten every
-// SlotLease/3) was current at this replica's last beat; the sum stays
+// SlotLease/3) was current at this replica's last beat (a replica that
+// never reached Redis counts itself alone); the sum stays
 // within max_concurrent when that count is right (with the "at least 1"
 // rounding, up to one slot per replica more). No request waits on Redis
 // meanwhile: waiters get the share at once. A probe each second ends the
