@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ type env struct {
 	st    *sqlstore.Store
 	clock *clock
 	path  string // the SQLite file
-	n     int    // request ids handed out
+	n     atomic.Int64 // request ids handed out
 }
 
 func newEnv(t testing.TB, opts ...func(*Options)) *env {
@@ -73,8 +74,7 @@ func newEnv(t testing.TB, opts ...func(*Options)) *env {
 // requestID returns a fresh exchange id and the response id the
 // translator gives it.
 func (e *env) requestID() (reqID, respID string) {
-	e.n++
-	hex := fmt.Sprintf("%032x", e.n)
+	hex := fmt.Sprintf("%032x", e.n.Add(1))
 	return "chatcmpl-" + hex, "resp_" + hex
 }
 

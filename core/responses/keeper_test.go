@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -597,5 +599,64 @@ func TestKeeper_SurvivesRestart(t *testing.T) {
 	sent, _, _ := e.begin(alice, `{"model":"m","previous_response_id":"`+r1+`","input":"after"}`)
 	if d := cmp.Diff([]string{"before the restart", "noted", "after"}, texts(inputOf(t, sent))); d != "" {
 		t.Errorf("continued after a restart (-want +got):\n%s", d)
+	}
+}
+
+// Chains and conversations of several users at once share one Keeper
+// (its parser and arena pools) and one store.
+func TestKeeper_Concurrent(t *testing.T) {
+	e := newEnv(t)
+	var conv conversations.Conversation
+	e.ok(alice, "POST", "/v1/conversations", "", &conv)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := &auth.Principal{UserID: int64(100 + w)}
+			prev := ""
+			for i := range 5 {
+				body := `{"model":"m","input":"turn"}`
+				if prev != "" {
+					body = `{"model":"m","previous_response_id":"` + prev + `","input":"turn"}`
+				}
+				reqID, respID := e.requestID()
+				out, turn, err := e.k.Begin(context.Background(), p, reqID, []byte(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if prev != "" {
+					var b struct{ Input []json.RawMessage }
+					if err := json.Unmarshal(out, &b); err != nil || len(b.Input) != 2*i+1 {
+						errs <- fmt.Errorf("worker %d turn %d: %d input items (%v), want %d", w, i, len(b.Input), err, 2*i+1)
+						return
+					}
+				}
+				turn.Write([]byte(stream(respID, "response.completed", "reply")))
+				turn.End(200)
+				prev = respID
+				// Everyone also talks in alice's conversation, as alice.
+				reqID, respID = e.requestID()
+				_, turn, err = e.k.Begin(context.Background(), alice, reqID, []byte(`{"model":"m","conversation":"`+conv.ID+`","input":"hi"}`))
+				if err != nil {
+					errs <- err
+					return
+				}
+				turn.Write([]byte(responseObject(respID, "completed", "hello")))
+				turn.End(200)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var list conversations.ConversationItemList
+	e.ok(alice, "GET", "/v1/conversations/"+conv.ID+"/items?limit=100", "", &list)
+	if len(list.Data) != 4*5*2 {
+		t.Errorf("%d conversation items, want %d", len(list.Data), 4*5*2)
 	}
 }
