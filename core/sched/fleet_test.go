@@ -400,3 +400,45 @@ func TestFleet_LostLeases(t *testing.T) {
 	next.lease.Release()
 	rb[1].lease.Release()
 }
+
+// A user far above its share on one replica still gets a slot while
+// another replica's user floods: the starvation bound holds fleet-wide
+// (a promoted waiter bids below every fair-share key).
+func TestFleet_NoStarvationAcrossReplicas(t *testing.T) {
+	rd := testsvc.StartRedis(t)
+	o := FairOptions{MaxWait: 30 * time.Second, StarvationAfter: 300 * time.Millisecond}
+	r1 := startReplica(t, "r1", 2, FleetOptions{Redis: redisClient(t, rd.Addr)}, o)
+	r2 := startReplica(t, "r2", 2, FleetOptions{Redis: redisClient(t, rd.Addr)}, o)
+	r2.fl.charge("starved", 1e12) // would not catch up for many half-lives
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := &Request{Model: "m", User: "flood"}
+			for ctx.Err() == nil {
+				if _, err := r1.f.Admit(ctx, req); err != nil {
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+				req.lease.Release()
+			}
+		}()
+	}
+	waitFor(t, "the flood to hold every slot", func() bool { held, _ := r1.fl.Held(r1.b); return held == 2 })
+	start := time.Now()
+	req := &Request{Model: "m", User: "starved"}
+	if _, err := r2.f.Admit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	waited := time.Since(start)
+	req.lease.Release()
+	cancel()
+	wg.Wait()
+	t.Logf("served after %v (starvation bound 300ms)", waited)
+	if waited < 300*time.Millisecond {
+		t.Fatalf("served after %v, before the starvation bound: its key should have lost to the flood's", waited)
+	}
+}

@@ -190,7 +190,9 @@
 // its recent users every 100 ms in one round trip. A bid's key is the
 // user's service divided by its weight (lower first); a waiter promoted
 // by the starvation bound bids minus its wait in seconds, below every
-// key. So, between replicas, a freed slot goes to the user furthest
+// key, from its replica's next claim (within the 500 ms safety tick:
+// fleet-wide, a waiter is served within StarvationAfter plus that tick
+// plus one slot turnover; TestFleet_NoStarvationAcrossReplicas). So, between replicas, a freed slot goes to the user furthest
 // below its weighted share (least attained weighted service), and a
 // light user on one replica gets the next slot ahead of a heavy user's
 // backlog on another; within a replica the DRR above orders its users.
