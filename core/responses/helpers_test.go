@@ -47,7 +47,7 @@ type env struct {
 	k     *Keeper
 	st    *sqlstore.Store
 	clock *clock
-	path  string // the SQLite file
+	path  string       // the SQLite file
 	n     atomic.Int64 // request ids handed out
 }
 
