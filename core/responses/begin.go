@@ -141,28 +141,11 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 		owner = p.UserID
 		now   = k.now()
 		bs    blobSet
-		hist  history
 		res   = &resolver{k: k, ctx: ctx, refs: &bs}
 	)
-	hp := k.parsers.Get()
-	defer k.parsers.Put(hp)
-	if req.prevID != "" {
-		if err := k.loadPrevious(ctx, res, hp, a, owner, req.prevID, now, &hist); err != nil {
-			return nil, nil, err
-		}
-	}
-	if req.convID != "" {
-		if err := k.loadConversation(ctx, res, hp, a, owner, req.convID, now, &hist); err != nil {
-			return nil, nil, err
-		}
-	}
-	if len(hist.live) > k.opts.MaxHistoryBytes {
-		param := "previous_response_id"
-		if req.convID != "" {
-			param = "conversation"
-		}
-		return nil, nil, badInput(param, "The stored history this request continues is %d bytes, over this gateway's limit of %d bytes; start a new one.",
-			len(hist.live), k.opts.MaxHistoryBytes)
+	hist, err := k.loadHistory(ctx, res, a, owner, req, now)
+	if err != nil {
+		return nil, nil, err
 	}
 	items := make([]prepared, len(req.input))
 	for i, it := range req.input {
@@ -190,6 +173,34 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 		t.input = expandedInput(hist.stored, items)
 	}
 	return out, t, nil
+}
+
+// loadHistory loads the history req continues, bounded by
+// MaxHistoryBytes.
+func (k *Keeper) loadHistory(ctx context.Context, res *resolver, a *fastjson.Arena, owner int64, req request,
+	now time.Time) (history, error) {
+	var h history
+	p := k.parsers.Get()
+	defer k.parsers.Put(p)
+	if req.prevID != "" {
+		if err := k.loadPrevious(ctx, res, p, a, owner, req.prevID, now, &h); err != nil {
+			return h, err
+		}
+	}
+	if req.convID != "" {
+		if err := k.loadConversation(ctx, res, p, a, owner, req.convID, now, &h); err != nil {
+			return h, err
+		}
+	}
+	if len(h.live) > k.opts.MaxHistoryBytes {
+		param := "previous_response_id"
+		if req.convID != "" {
+			param = "conversation"
+		}
+		return h, badInput(param, "The stored history this request continues is %d bytes, over this gateway's limit of %d bytes; start a new one.",
+			len(h.live), k.opts.MaxHistoryBytes)
+	}
+	return h, nil
 }
 
 // loadPrevious adds a stored response's expanded input and output to h.
