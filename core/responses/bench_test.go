@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -23,5 +24,21 @@ func BenchmarkServes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = k.Serves(method, path)
+	}
+}
+
+// What Begin adds to a Responses request with no history (store true):
+// parse, normalise and copy the input items. The store write comes at
+// the terminal event.
+func BenchmarkBegin_NoHistory(b *testing.B) {
+	k := New(nil, Options{}, nil)
+	body := []byte(`{"model":"m","instructions":"be brief","input":[` +
+		strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"`+strings.Repeat("lorem ipsum ", 40)+`"},`, 8), ",") + `]}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, _, err := k.Begin(context.Background(), alice, "chatcmpl-0", body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
