@@ -186,6 +186,9 @@ func (p *Plugin) dispatchTranslator(t Translator, op abi.Op, payload []byte) err
 		if err := p.cerr.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
+		if se, ok := t.(StreamErrorEncoder); ok && c.Meta(abi.MetaStream) == "1" {
+			return se.EncodeStreamError(c, &p.state, &p.cerr, &p.out)
+		}
 		return t.EncodeError(c, &p.cerr, &p.out)
 	case abi.OpModelsEncode:
 		if err := p.models.DecodeJSON(payload); err != nil {

@@ -249,12 +249,20 @@ type EncodedError struct {
 // EncodeError runs the translator's error_encode op on a canonical error.
 // With stream, the body ends an open stream and comes framed.
 func (c *Calls) EncodeError(ctx context.Context, t *pluginhost.Version, e *canon.Error, stream bool, scratch []byte, out *EncodedError) error {
+	return c.EncodeStreamError(ctx, t, e, stream, nil, scratch, out)
+}
+
+// EncodeStreamError is EncodeError given the translator's stream state
+// (ABI 2.5): a translator whose last event depends on the stream so far
+// (OpenAI Responses' response.failed: the next sequence number, the
+// output so far) reads it; others ignore it.
+func (c *Calls) EncodeStreamError(ctx context.Context, t *pluginhost.Version, e *canon.Error, stream bool, state, scratch []byte, out *EncodedError) error {
 	m := c.routeMeta()
 	if stream {
 		m = abi.AppendMeta(m, abi.MetaStream, "1")
 	}
 	c.meta = m
-	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
+	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, State: state, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
 		return err
 	}
 	out.Body, out.ContentType = c.t.Payload, metaConst(c.t.Meta, abi.MetaContentType, "")
