@@ -101,6 +101,12 @@ func (r *Registry) SetNodes(nodes []Node) error {
 func (r *Registry) setNodesLocked(nodes []Node) error {
 	snap := r.snap.Load()
 	set := &sidecarSet{}
+	prev := map[string]*nodePoller{}
+	if old := r.sidecars.Load(); old != nil {
+		for _, q := range old.nodes {
+			prev[q.node.Name] = q
+		}
+	}
 	var errs []error
 	names := map[string]bool{}
 	placed := map[string]string{} // backend → node
@@ -119,7 +125,15 @@ func (r *Registry) setNodesLocked(nodes []Node) error {
 			continue
 		}
 		names[n.Name] = true
-		p := &nodePoller{node: n, client: wire.NewClient(n.URL, n.Key)}
+		p := &nodePoller{node: n}
+		if q := prev[n.Name]; q != nil && q.node.URL == n.URL && q.node.Key == n.Key {
+			// The same sidecar (SetNodes runs at every store sync): keep its
+			// client, and its state so that a change only is logged.
+			p.client = q.client
+			p.state.Store(q.state.Load())
+		} else {
+			p.client = wire.NewClient(n.URL, n.Key)
+		}
 		p.node.Backends = make(map[string][]int, len(n.Backends))
 		for name, gpus := range n.Backends {
 			b := snap.byName[name]

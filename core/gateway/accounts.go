@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -119,12 +120,9 @@ func adminKeyNeeded(ctx context.Context, st store.Store) (string, error) {
 
 // syncBackends upserts cfg's backends into the store (marked as from the
 // config) and returns them followed by the store's other backends, those
-// registered through the admin API, which are served from the next start.
+// registered through the admin API.
 func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Backend) ([]config.Backend, error) {
-	out := append([]config.Backend(nil), cfgBackends...)
-	inCfg := map[string]bool{}
 	for _, b := range cfgBackends {
-		inCfg[b.Name] = true
 		// No status: a new row is enabled, an existing one keeps what an
 		// admin set (a drained backend stays drained across a restart).
 		sb := store.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: b.MaxConcurrent, Models: b.Models,
@@ -137,18 +135,42 @@ func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Back
 	if err != nil {
 		return nil, fmt.Errorf("list the store's backends: %w", err)
 	}
+	out := append([]config.Backend(nil), cfgBackends...)
+	inCfg := configNames(cfgBackends)
 	for _, b := range all {
-		if inCfg[b.Name] || b.FromConfig {
+		if _, ok := inCfg[b.Name]; ok || b.FromConfig {
 			continue // a backend once in the config and since removed from it stays out
 		}
-		mc := b.MaxConcurrent
-		if mc < 1 {
-			mc = 16
-		}
-		out = append(out, config.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: mc, Models: b.Models,
-			IdleConnTimeout: config.Duration(backend.DefaultIdleConnTimeout)})
+		out = append(out, storedBackend(b, inCfg))
 	}
 	return out, nil
+}
+
+// configNames indexes the config file's backends by name.
+func configNames(cfgBackends []config.Backend) map[string]*config.Backend {
+	m := make(map[string]*config.Backend, len(cfgBackends))
+	for i := range cfgBackends {
+		m[cfgBackends[i].Name] = &cfgBackends[i]
+	}
+	return m
+}
+
+// storedBackend is the registry's description of a stored backend. A
+// backend the config file declares is built from the file, as at every
+// start (the file is its source: each replica has its own, and an admin's
+// change of its address or size lasts only until the next start anyway);
+// the store gives it only its state, priority and GPU placement
+// (applyStore). Any other is built from the store.
+func storedBackend(b store.Backend, inCfg map[string]*config.Backend) config.Backend {
+	if c := inCfg[b.Name]; c != nil {
+		return *c
+	}
+	mc := b.MaxConcurrent
+	if mc < 1 {
+		mc = 16
+	}
+	return config.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: mc, Models: b.Models,
+		IdleConnTimeout: config.Duration(backend.DefaultIdleConnTimeout)}
 }
 
 // close stops the background work (the authenticator's use counts and
@@ -193,30 +215,109 @@ func (a adminAPI) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte
 	a.h.Serve(ctx, p, body)
 }
 
-// liveBackends applies admin changes of backends to the running registry.
-// A backend the registry does not have (registered through the API) is
-// kept in the store and routed from the next start: the registry is built
-// once (a live registry arrives with the scheduler work).
-type liveBackends struct{ reg *backend.Registry }
+// liveBackends keeps the running registry in line with the store's
+// backends. An admin's change through this replica's API (register,
+// update, delete, enable, disable, drain) is applied at once: a new or
+// re-addressed backend is probed before the answer, so it routes as soon
+// as the admin has it; a deleted one takes no new request and its
+// requests in flight finish. Other replicas' changes arrive with sync,
+// which discovery runs before each round (one read of the backends and
+// one of the nodes: cheap at the discovery interval). Backends the config
+// file declared once and no longer does stay out, as at start; one it
+// declares keeps the file's address and size (storedBackend).
+type liveBackends struct {
+	reg   *backend.Registry
+	st    store.Store
+	inCfg map[string]*config.Backend // the config file's backends
+	log   *slog.Logger
+	disc  *backend.Discoverer // set when discovery starts, before the API serves
 
-func (l liveBackends) Apply(_ context.Context, b store.Backend) error {
-	rb := l.reg.Backend(b.Name)
-	if rb == nil {
-		return errRestartToRoute
-	}
-	if b.Status == "" {
-		return nil
-	}
-	return rb.SetState(b.Status)
+	mu sync.Mutex // one change at a time: the registry, then the store's state and nodes over it
 }
 
-func (l liveBackends) Remove(_ context.Context, name string) error {
-	if rb := l.reg.Backend(name); rb != nil {
-		return rb.SetState("disabled")
+func newLiveBackends(reg *backend.Registry, st store.Store, cfgBackends []config.Backend, log *slog.Logger) *liveBackends {
+	return &liveBackends{reg: reg, st: st, inCfg: configNames(cfgBackends), log: log.With("component", "backends")}
+}
+
+// Apply registers or updates b in the registry, then gives every backend
+// the store's state, priority and GPU placement.
+func (l *liveBackends) Apply(ctx context.Context, b store.Backend) error {
+	if _, ok := l.inCfg[b.Name]; b.FromConfig && !ok {
+		return errRenamedConfigBackend // as at start: the config file names it
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, changed, err := l.reg.Put(storedBackend(b, l.inCfg))
+	if err != nil {
+		return fmt.Errorf("register backend %s: %w", b.Name, err)
+	}
+	if err := applyStore(ctx, l.st, l.reg); err != nil {
+		return err
+	}
+	if changed && l.disc != nil {
+		// Routed once probed healthy: now, not at the next round. A
+		// backend that is down is registered all the same; discovery
+		// finds it when it comes up.
+		if err := l.disc.Probe(ctx, b.Name); err != nil {
+			l.log.LogAttrs(ctx, slog.LevelWarn, "registered backend is not healthy yet", slog.String("backend", b.Name),
+				slog.String("error", err.Error()))
+		}
 	}
 	return nil
 }
 
-func (l liveBackends) Refresh(context.Context, string) error { return nil }
+// Remove takes the backend named name out of the registry.
+func (l *liveBackends) Remove(_ context.Context, name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reg.Remove(name)
+	return nil
+}
 
-var errRestartToRoute = errors.New("the backend is stored and will be routed after the gateway restarts")
+// Refresh probes the backend named name now.
+func (l *liveBackends) Refresh(ctx context.Context, name string) error {
+	if l.disc == nil {
+		return errors.New("discovery is not running")
+	}
+	return l.disc.Probe(ctx, name)
+}
+
+var errRenamedConfigBackend = errors.New("a backend the config file declares is routed under the name the file gives it")
+
+// storeSyncTimeout bounds sync's reads of the store.
+const storeSyncTimeout = 10 * time.Second
+
+// sync brings the registry in line with the store: backends added,
+// changed or deleted (by any replica's admin) are put or removed, then
+// the state, priority and GPU placement are applied. A store that cannot
+// be read leaves the registry as it is until the next round.
+func (l *liveBackends) sync(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, storeSyncTimeout)
+	defer cancel()
+	all, err := l.st.Backends(ctx)
+	if err != nil {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "read backends from the store", slog.String("error", err.Error()))
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := make(map[string]bool, len(all))
+	for _, b := range all {
+		if _, ok := l.inCfg[b.Name]; b.FromConfig && !ok {
+			continue
+		}
+		want[b.Name] = true
+		if _, _, err := l.reg.Put(storedBackend(b, l.inCfg)); err != nil {
+			l.log.LogAttrs(ctx, slog.LevelWarn, "register stored backend", slog.String("backend", b.Name),
+				slog.String("error", err.Error()))
+		}
+	}
+	for _, b := range l.reg.Backends() {
+		if !want[b.Name] {
+			l.reg.Remove(b.Name)
+		}
+	}
+	if err := applyStore(ctx, l.st, l.reg); err != nil {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "apply the store's backend settings", slog.String("error", err.Error()))
+	}
+}

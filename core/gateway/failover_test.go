@@ -29,6 +29,12 @@ type pair struct {
 
 func startPair(t *testing.T, fa, fb fakellm.Config) *pair {
 	t.Helper()
+	return startPairYAML(t, fa, fb, "")
+}
+
+// startPairYAML is startPair with more configuration (retries:, breaker:).
+func startPairYAML(t *testing.T, fa, fb fakellm.Config, extraYAML string) *pair {
+	t.Helper()
 	fb.Engine, fb.Models = "vllm", []string{vllmModel}
 	fb.Logger = slog.New(slog.DiscardHandler)
 	b, err := fakellm.New(fb)
@@ -44,7 +50,7 @@ func startPair(t *testing.T, fa, fb fakellm.Config) *pair {
 	t.Cleanup(func() { p.b.Close() })
 	p.env = startEnv(t, fa, fakellm.Config{}, fmt.Sprintf(`  - {name: gpu1b-vllm, engine: vllm, url: "http://%s", max_concurrent: 16}
 discovery: {interval: 1h}
-`, p.bAddr))
+%s`, p.bAddr, extraYAML))
 	waitFailover(t, "both vLLM backends routable", func() bool {
 		return p.gw.Reg.Backend("gpu1-vllm").Routable() && p.gw.Reg.Backend("gpu1b-vllm").Routable()
 	})
@@ -147,47 +153,79 @@ func stream(e *env, prompt string) (chunks int, err error) {
 	return chunks, s.Err()
 }
 
-// A backend killed mid-run: no client error for non-streaming requests
-// (in flight on it, or sent to it before its breaker opened) nor for
-// streams that had not started; its breaker opens, requests stop going
-// to it, and after it comes back a half-open probe closes the breaker.
-func TestFailover_BackendKilledMidRun(t *testing.T) {
-	slow := fakellm.Config{TTFT: 20 * time.Millisecond, Tokens: 8}
-	p := startPair(t, slow, slow)
-	deadB := p.gw.Reg.Backend("gpu1b-vllm")
+// streamLoad runs streaming chat requests from n goroutines until stop.
+// A stream that fails before its first chunk had not started for the
+// client: that is an error the gateway must not let through. One that
+// fails after its first chunk had started (allowed, counted).
+type streamLoad struct {
+	load                 // ok: streams that finished without error
+	started atomic.Int64 // streams that failed after their first chunk
+}
 
-	l := startLoad(p.env, 4)
-	waitFailover(t, "requests on the backend to kill", func() bool { return p.b.Stats().Requests[chatPath] > 4 })
-	p.b.Close()
-
-	// Streams sent after the kill had not started anywhere: none may fail.
-	var wg sync.WaitGroup
-	var streamErrs atomic.Int64
-	for i := range 8 {
-		wg.Add(1)
+func startStreamLoad(e *env, n int) *streamLoad {
+	l := &streamLoad{load: load{stop: make(chan struct{})}}
+	for i := range n {
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			if n, err := stream(p.env, fmt.Sprintf("stream %d", i)); err != nil || n == 0 {
-				streamErrs.Add(1)
-				t.Errorf("stream %d: %d chunks, error %v", i, n, err)
+			defer l.wg.Done()
+			for j := 0; ; j++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				chunks, err := stream(e, fmt.Sprintf("stream worker %d request %d", i, j))
+				switch {
+				case err == nil && chunks > 0:
+					l.ok.Add(1)
+				case chunks > 0:
+					l.started.Add(1)
+				default:
+					l.mu.Lock()
+					l.errs = append(l.errs, fmt.Errorf("stream with no chunk: %w", err))
+					l.mu.Unlock()
+				}
 			}
 		}()
 	}
-	wg.Wait()
-	if streamErrs.Load() > 0 {
-		t.Fatalf("%d streams failed", streamErrs.Load())
-	}
+	return l
+}
+
+// The issue's acceptance: with one of two fakellm backends killed
+// mid-run, clients see no error for non-streaming requests (in flight on
+// it, or sent to it before its breaker opened) and none for streams that
+// had not started — the killed backend had sent its response headers for
+// streams waiting for their first token (the TTFT is long, so most
+// streams are in that state), and those are retried on the other
+// backend. Its breaker opens, requests stop going to it, and after it
+// comes back a half-open probe (breaker.cooldown 1s) closes the breaker.
+func TestFailover_BackendKilledMidRun(t *testing.T) {
+	slow := fakellm.Config{TTFT: 200 * time.Millisecond, Tokens: 8}
+	// Queue depth alone spreads the load: the latency and throughput
+	// scores would send it all to whichever backend looked faster first.
+	p := startPairYAML(t, slow, slow, "breaker: {cooldown: 1s}\nscheduler: {weights: {latency: 0, throughput: 0}}\n")
+	deadB := p.gw.Reg.Backend("gpu1b-vllm")
+
+	l := startLoad(p.env, 4)
+	sl := startStreamLoad(p.env, 4)
+	waitFailover(t, "requests and streams waiting for their first token on the backend to kill", func() bool {
+		st := p.b.Stats()
+		return st.Requests[chatPath] > 8 && st.ActiveStreams > 0
+	})
+	p.b.Close()
 
 	waitFailover(t, "the dead backend's breaker to open", func() bool { return deadB.BreakerState() != "closed" })
 	// The live backend keeps serving while the dead one is skipped.
-	before := l.ok.Load()
-	waitFailover(t, "progress with one backend", func() bool { return l.ok.Load() > before+20 })
+	before, sbefore := l.ok.Load(), sl.ok.Load()
+	waitFailover(t, "progress with one backend", func() bool { return l.ok.Load() > before+20 && sl.ok.Load() > sbefore+5 })
 
 	p.restartB(t)
 	waitFailover(t, "the breaker to close after the backend came back", func() bool { return deadB.BreakerState() == "closed" })
 	waitFailover(t, "requests on the restarted backend", func() bool { return p.b.Stats().Requests[chatPath] > 2 })
+	sl.finish(t)
 	l.finish(t)
-	t.Logf("%d requests served without error", l.ok.Load())
+	t.Logf("%d requests and %d streams served without error; %d streams broke after they started",
+		l.ok.Load(), sl.ok.Load(), sl.started.Load())
 }
 
 // A backend answering 500 (the engine failed) is retried on the other
@@ -244,4 +282,100 @@ func TestFailover_BadRequestNotRetried(t *testing.T) {
 			t.Fatalf("a client's 400 moved %s's breaker to %q", name, s)
 		}
 	}
+}
+
+// A stream whose backend sent its headers and then died before its first
+// event had not started for the client: it is retried on the other
+// backend and the client sees a whole stream; the failure counts against
+// the dead backend's breaker (breaker.failures 1: opened by it).
+func TestFailover_StreamHeadersThenClose(t *testing.T) {
+	p := startPairYAML(t, fakellm.Config{}, fakellm.Config{TTFT: time.Minute}, "breaker: {failures: 1}\n")
+	bad := p.gw.Reg.Backend("gpu1b-vllm")
+	bad.SetPriority(100) // chosen first
+	type result struct {
+		chunks int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := stream(p.env, "headers then close")
+		done <- result{n, err}
+	}()
+	waitFailover(t, "the stream's headers from the backend to kill", func() bool { return p.b.Stats().ActiveStreams == 1 })
+	p.b.Close() // vLLM sent its headers at once; the first token was a minute away
+	r := <-done
+	if r.err != nil || r.chunks == 0 {
+		t.Fatalf("stream: %d chunks, error %v", r.chunks, r.err)
+	}
+	if n := p.vllm.Stats().Requests[chatPath]; n != 1 {
+		t.Fatalf("the other backend served %d requests, want the retried stream", n)
+	}
+	if got := bad.BreakerState(); got != "open" {
+		t.Fatalf("breaker %q after a failed attempt with breaker.failures 1", got)
+	}
+}
+
+// A stream whose backend sent its headers and then nothing is failed over
+// after retries.attempt_timeout, before the client saw anything.
+func TestFailover_StreamSilentAfterHeaders(t *testing.T) {
+	p := startPairYAML(t, fakellm.Config{}, fakellm.Config{TTFT: time.Minute}, "retries: {attempt_timeout: 1s}\n")
+	p.gw.Reg.Backend("gpu1b-vllm").SetPriority(100)
+	if n, err := stream(p.env, "silent"); err != nil || n == 0 {
+		t.Fatalf("stream: %d chunks, error %v", n, err)
+	}
+	if a, b := p.vllm.Stats().Requests[chatPath], p.b.Stats().Requests[chatPath]; a != 1 || b != 1 {
+		t.Fatalf("requests: %d on the live backend, %d on the silent one; want 1 and 1", a, b)
+	}
+}
+
+// retries.max_attempts 1 never retries: the failing backend's answer
+// reaches the client and the other backend is never asked.
+func TestFailover_MaxAttemptsOne(t *testing.T) {
+	p := startPairYAML(t, fakellm.Config{}, fakellm.Config{ErrorRate: 1}, "retries: {max_attempts: 1}\n")
+	p.gw.Reg.Backend("gpu1b-vllm").SetPriority(100)
+	code, _, v := rawPost(t, p.base+chatPath, adminKey, `{"model":"`+vllmModel+`","messages":[{"role":"user","content":"hi"}]}`)
+	if code != 502 || !strings.Contains(fmt.Sprint(v), "EngineCore") {
+		t.Fatalf("status %d body %v, want the backend's error relayed as 502", code, v)
+	}
+	if n := p.vllm.Stats().Requests[chatPath]; n != 0 {
+		t.Fatalf("%d requests retried on the other backend with max_attempts 1", n)
+	}
+}
+
+// A stream that breaks after it started (the backend dropped the
+// connection mid-answer) counts against the backend's breaker; a client
+// that leaves mid-stream does not.
+func TestFailover_MidStreamFailureFeedsBreaker(t *testing.T) {
+	t.Run("backend drops", func(t *testing.T) {
+		p := startPairYAML(t, fakellm.Config{}, fakellm.Config{DropRate: 1, Tokens: 16}, "breaker: {failures: 2}\n")
+		bad := p.gw.Reg.Backend("gpu1b-vllm")
+		bad.SetPriority(100)
+		for i := range 2 {
+			n, err := stream(p.env, fmt.Sprintf("dropped %d", i))
+			if err == nil || n == 0 {
+				t.Fatalf("stream %d: %d chunks, error %v; want an error after the start", i, n, err)
+			}
+		}
+		if got := bad.BreakerState(); got != "open" {
+			t.Fatalf("breaker %q after two streams broken mid-way (breaker.failures 2)", got)
+		}
+	})
+	t.Run("client leaves", func(t *testing.T) {
+		p := startPairYAML(t, fakellm.Config{}, fakellm.Config{TPS: 20, Tokens: 200}, "breaker: {failures: 1}\n")
+		b := p.gw.Reg.Backend("gpu1b-vllm")
+		b.SetPriority(100)
+		for i := range 3 {
+			ctx, cancel := context.WithCancel(context.Background())
+			s := p.client.Chat.Completions.NewStreaming(ctx, chatParams(vllmModel, fmt.Sprintf("leave %d", i)))
+			if !s.Next() {
+				t.Fatalf("no first chunk: %v", s.Err())
+			}
+			cancel()
+			_ = s.Close()
+			waitFailover(t, "the backend to see the client leave", func() bool { return p.b.Stats().ActiveStreams == 0 })
+		}
+		if got := b.BreakerState(); got != "closed" {
+			t.Fatalf("clients leaving moved the breaker to %q", got)
+		}
+	})
 }

@@ -127,6 +127,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		searcher = aud.search
 	}
 	admitter, kick := newAdmitter(o.Config, reg, aud != nil)
+	live := newLiveBackends(reg, acct.st, o.Config.Backends, log)
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
 	// The audit closes after the listener drained: the last requests are
 	// recorded (or left in the spool for the next start).
@@ -157,7 +158,8 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	discC := &funcComponent{name: "discovery",
 		start: func(context.Context) error {
 			disc = backend.NewDiscoverer(reg, g.Host, o.Config.Discovery.Timeout.D(), log)
-			disc.AfterRound = kick
+			disc.AfterRound, disc.BeforeRound = kick, live.sync
+			live.disc = disc
 			dctx, stop := context.WithCancel(gctx)
 			done := make(chan struct{})
 			go func() { defer close(done); disc.Run(dctx, o.Config.Discovery.Interval.D()) }()
@@ -176,7 +178,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		g.abort()
 		return nil, err
 	}
-	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: liveBackends{reg},
+	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: live,
 		Audit: searcher, Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,

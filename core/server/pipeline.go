@@ -26,19 +26,22 @@ var errPluginGone = errors.New("plugin was unloaded")
 const selfTimed = outcome.NumStages
 
 // attempt sends the request to the admitted backend through its adapter:
-// encode, then call, until the response headers (a stream) or the whole
-// response. An attempt that fails before any response byte reached the
-// client — the backend unreachable, its connection dead, no stream
-// headers within attemptTimeout, or a 500/502/503/504 answer — is re-run
-// on another backend, up to max attempts, when the scheduler has one
-// this request has not tried. Chat, completions and embeddings are safe
+// encode, then call, until the response headers and first event (a
+// stream) or the whole response. An attempt that fails before any
+// response byte reached the client — the backend unreachable, its
+// connection dead, a stream that ends or breaks before its first event or
+// sends none within retries.attempt_timeout, or a 500/502/503/504 answer —
+// is re-run on another backend, up to retries.max_attempts in all, when
+// the scheduler has one this request has not tried. Chat, completions and embeddings are safe
 // to re-send: the client got nothing from the failed attempt. A 4xx is
 // never retried. Each outcome is reported to the backend's circuit
-// breaker (retry.go, backend/breaker.go).
+// breaker (retry.go, backend/breaker.go); a stream's, once it ended
+// (relay.go), so that one broken after it started counts against it.
 type attempt struct {
-	s     *Server
-	max   int
-	unary bool // an embedding, rerank or score request (unary.go): encodeUnary, never streamed
+	s       *Server
+	max     int           // retries.max_attempts
+	timeout time.Duration // retries.attempt_timeout: a stream's wait for its first event
+	unary   bool          // an embedding, rerank or score request (unary.go): encodeUnary, never streamed
 }
 
 func (attempt) stage() outcome.Stage { return selfTimed }
@@ -71,7 +74,7 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
 		ex.prepareBackendRequest()
 		if ex.req.Stream {
-			err = ex.streamCall(b)
+			err = ex.streamCall(b, a.timeout)
 		} else {
 			err = b.DoContext(ex.ctx, ex.breq, ex.bresp, s.cfg.Timeouts.Request.D())
 		}
@@ -79,7 +82,9 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		if err == nil {
 			code := ex.bresp.StatusCode()
 			if !retryableStatus(code) {
-				b.ReportSuccess()
+				if !ex.req.Stream || code != fasthttp.StatusOK {
+					b.ReportSuccess()
+				} // else the relay reports how the stream went (relay.go)
 				return nil
 			}
 			b.ReportFailure()
@@ -342,9 +347,9 @@ func genericMessage(status int) string {
 	return "the backend failed to process the request"
 }
 
-// startStream, with the backend's response headers in, hands a 200 to a
-// relay; any other status is answered as an error now, before the client
-// sees a stream.
+// startStream, with the backend's response headers and first event in
+// (streamCall), hands a 200 to a relay; any other status is answered as an
+// error now, before the client sees a stream.
 func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
 	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(ex.bresp.BodyStream(), 1<<20))
@@ -358,11 +363,6 @@ func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
 	ctx.SetContentType(ct)
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
-	ex.split = ex.sse
-	if ex.adNDJSON {
-		ex.split = ex.ndjson
-	}
-	ex.split.Reset()
 	ex.meta = ex.calls.StreamMeta(ex.header(), ex.meta)
 	ex.s.met.streams.Add(1)
 	if ex.watch.stole {

@@ -60,6 +60,9 @@ func (b *relayBody) Close() error {
 		ex.clientGone = true
 		ex.s.met.streams.Add(-1)
 		ex.s.met.disconnects.Add(1)
+		if ex.backend != nil {
+			ex.backend.ReportAbandoned() // its first event came; the client left before seeing it
+		}
 		ex.out.ClientGone, ex.out.Status = true, statusClientClosed
 		ex.s.finish(nil, ex)
 	}
@@ -79,12 +82,19 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 	s := ex.s
 	t0 := time.Now()
 	ex.werr = nil
+	// broke: the backend broke the stream after it started (its connection
+	// lost, the stream idle timeout, a stream that cannot be framed, an end
+	// without the end marker).
+	broke := false
 	defer func() {
 		if r := recover(); r != nil {
 			// A bug must cost this stream, not the process.
 			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 			ex.clientGone, ex.out.Status = true, 500
+			ex.backend.ReportAbandoned()
+		} else {
+			ex.reportStream(broke)
 		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only
@@ -108,19 +118,19 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 		}
 		s.finish(nil, ex)
 	}()
-	if ex.rbuf == nil {
-		// 8 KiB per open stream: events are small, the splitter carries a
-		// partial event across reads, and a thousand idle streams should
-		// not each hold 32 KiB.
-		ex.rbuf = make([]byte, streamReadBuf)
-	}
 	body := ex.bresp.BodyStream()
+	// firstEvent framed the first event(s) before the client's response
+	// began: they go out first.
+	if len(ex.list) > 0 && !ex.step(w, false) {
+		return
+	}
 	for !ex.backendDone {
 		nr, rerr := body.Read(ex.rbuf)
 		if nr > 0 {
 			ex.list = ex.list[:0]
 			if err := ex.split.Feed(ex.rbuf[:nr], ex.emitFn); err != nil {
 				ex.streamFail(w, apierr.Wrap(canon.ErrBackend, "bad_backend_stream", "the backend stream could not be framed", err))
+				broke = true
 				return
 			}
 			if len(ex.list) > 0 && !ex.step(w, false) {
@@ -130,6 +140,7 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
 				ex.streamFail(w, ex.truncated(rerr))
+				broke = true
 				return
 			}
 			break
@@ -147,6 +158,7 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 		// The connection ended without the protocol's end marker ([DONE],
 		// done:true): the answer is truncated and the client must know.
 		ex.streamFail(w, ex.truncated(nil))
+		broke = true
 		return
 	}
 	ex.list = ex.list[:0]
@@ -245,6 +257,19 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 		return false
 	}
 	return true
+}
+
+// reportStream tells the backend's circuit breaker how its stream went
+// (the attempt left that to the relay: a stream's first event is no
+// proof of a whole answer): a failure when the backend broke it, a
+// success otherwise — a client that left mid-way or a plugin that failed
+// says nothing against a backend that was sending.
+func (ex *exchange) reportStream(broke bool) {
+	if broke {
+		ex.backend.ReportFailure()
+	} else {
+		ex.backend.ReportSuccess()
+	}
 }
 
 // streamFail ends a stream that broke after the client got its 200: the

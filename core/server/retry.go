@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,24 +14,15 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// attemptTimeout bounds one streamed attempt's wait for the backend's
-// response headers; when it passes and the request has time left, the
-// attempt fails over to another backend. A later config key
-// timeouts.attempt should set it (a variable only so that tests can
-// shorten it). A non-streamed response's headers come with its whole
-// body, so its attempt is bounded by timeouts.request alone: a long
-// generation is not a dead backend.
-var attemptTimeout = 60 * time.Second
-
 // errAttemptTimeout is the cause of a streamed attempt's context ending
-// at attemptTimeout. It is a net.Error timeout, so that a request whose
-// attempts all timed out answers 504 backend_timeout.
+// at retries.attempt_timeout. It is a net.Error timeout, so that a request
+// whose attempts all timed out answers 504 backend_timeout.
 var errAttemptTimeout error = attemptTimeoutError{}
 
 type attemptTimeoutError struct{}
 
 func (attemptTimeoutError) Error() string {
-	return "the backend sent no response headers within the attempt timeout"
+	return "the backend sent no stream event within the attempt timeout"
 }
 func (attemptTimeoutError) Timeout() bool   { return true }
 func (attemptTimeoutError) Temporary() bool { return true }
@@ -49,8 +41,9 @@ func retryableStatus(code int) bool {
 }
 
 // retryable: the call failed before the backend answered, in a way that
-// another backend may not: refused, reset, closed, or a stream's
-// attemptTimeout passed while the request has time left (the request's
+// another backend may not: refused, reset, closed (a stream's included,
+// before its first event), a malformed first event, or a stream's
+// attempt timeout passed while the request has time left (the request's
 // own timeout and the client's cancellation are handled before this is
 // asked). Another timeout (a read timing out) is not retried: the backend
 // may have the request and be generating, and a second backend would
@@ -70,20 +63,98 @@ func liveFailure(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, fasthttp.ErrBodyTooLarge)
 }
 
-// streamCall waits for a stream's response headers within attemptTimeout
-// (or the request's deadline when sooner: then no timer is made).
-func (ex *exchange) streamCall(b *backend.Backend) error {
+// streamCall sends a stream's request and waits, within timeout
+// (retries.attempt_timeout, or the request's deadline when sooner: then no
+// timer is made), for its response headers and, when the backend answered
+// 200, its first event (firstEvent). Until that event the client has been
+// sent nothing, so a backend that fails in between — it dies after its
+// headers, closes the stream empty, or stays silent — costs an attempt,
+// not the client's stream.
+func (ex *exchange) streamCall(b *backend.Backend, timeout time.Duration) error {
 	ctx := ex.ctx
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > attemptTimeout {
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ex.ctx, attemptTimeout, errAttemptTimeout)
+		ctx, cancel = context.WithTimeoutCause(ex.ctx, timeout, errAttemptTimeout)
 		defer cancel()
 	}
 	err := b.DoStreamContext(ctx, ex.breq, ex.bresp)
+	if err == nil && ex.bresp.StatusCode() == fasthttp.StatusOK {
+		err = ex.firstEvent(ctx)
+	}
 	if err != nil && ex.ctx.Err() == nil && context.Cause(ctx) == errAttemptTimeout {
 		return fmt.Errorf("%w: %w", errAttemptTimeout, err)
 	}
 	return err
+}
+
+// errEmptyStream: the backend ended its stream before any event.
+var errEmptyStream = errors.New("the backend closed the stream before its first event")
+
+// errBadFirstEvent wraps a first event that could not be framed.
+var errBadFirstEvent = errors.New("the backend's first stream event could not be framed")
+
+// firstEvent reads the 200 stream until the splitter has framed at least
+// one event, left in ex.list for the relay to send first: it is relayed
+// as soon as the client's response starts, so holding the response until
+// it arrived costs a normal stream no time. ctx ending (the attempt
+// timeout, the client leaving) closes the body stream, which ends a read
+// in flight.
+func (ex *exchange) firstEvent(ctx context.Context) error {
+	ex.split = ex.sse
+	if ex.adNDJSON {
+		ex.split = ex.ndjson
+	}
+	ex.split.Reset()
+	ex.list = ex.list[:0]
+	if ex.rbuf == nil {
+		// 8 KiB per open stream: events are small, the splitter carries a
+		// partial event across reads, and a thousand idle streams should
+		// not each hold 32 KiB.
+		ex.rbuf = make([]byte, streamReadBuf)
+	}
+	body := ex.bresp.BodyStream()
+	stop := func() bool { return true }
+	if c, ok := body.(fasthttp.ReadCloserWithError); ok {
+		stop = context.AfterFunc(ctx, func() { _ = c.CloseWithError(context.Cause(ctx)) })
+	}
+	if err := ex.readFirst(ctx, body); !stop() || err != nil {
+		if err == nil {
+			// ctx ended as the event came and closed the stream: the relay
+			// could send no more of it. The attempt failed.
+			err = fmt.Errorf("%w: %w", ctx.Err(), errEmptyStream)
+		}
+		ex.list = ex.list[:0]
+		return err
+	}
+	return nil
+}
+
+// readFirst is firstEvent's read loop.
+func (ex *exchange) readFirst(ctx context.Context, body io.Reader) error {
+	for len(ex.list) == 0 {
+		n, rerr := body.Read(ex.rbuf)
+		if n > 0 {
+			if err := ex.split.Feed(ex.rbuf[:n], ex.emitFn); err != nil {
+				return fmt.Errorf("%w: %w", errBadFirstEvent, err)
+			}
+		}
+		if rerr == nil {
+			continue
+		}
+		if !errors.Is(rerr, io.EOF) {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("%w: %w", cerr, rerr)
+			}
+			return rerr
+		}
+		if err := ex.split.End(ex.emitFn); err != nil {
+			return fmt.Errorf("%w: %w", errBadFirstEvent, err)
+		}
+		if len(ex.list) == 0 {
+			return errEmptyStream
+		}
+	}
+	return nil
 }
 
 // discardResponse drops a failed attempt's response (closing a stream's

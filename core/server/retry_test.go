@@ -35,7 +35,7 @@ func TestRetryable_AttemptTimeout(t *testing.T) {
 		err             error
 		retry, breakerF bool
 	}{
-		// A stream's header wait that passed attemptTimeout with the
+		// A stream's first-event wait that passed the attempt timeout with the
 		// request's time left goes to another backend.
 		{"attempt timeout", fmt.Errorf("%w: %w", errAttemptTimeout, context.DeadlineExceeded), true, true},
 		{"refused", refused, true, true},
@@ -71,7 +71,7 @@ func TestErrNoBackendLeft(t *testing.T) {
 }
 
 // A stream whose backend accepts the request but sends no headers within
-// attemptTimeout fails with errAttemptTimeout (retryable) while the
+// the attempt timeout fails with errAttemptTimeout (retryable) while the
 // request has time left.
 func TestStreamCall_AttemptTimeout(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,8 +107,6 @@ func TestStreamCall_AttemptTimeout(t *testing.T) {
 	}
 	b := reg.Backend("silent")
 
-	defer func(d time.Duration) { attemptTimeout = d }(attemptTimeout)
-	attemptTimeout = 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ex := &exchange{ctx: ctx, breq: fasthttp.AcquireRequest(), bresp: fasthttp.AcquireResponse()}
@@ -119,7 +117,7 @@ func TestStreamCall_AttemptTimeout(t *testing.T) {
 	ex.breq.SetBodyString(`{"stream":true}`)
 
 	done := make(chan error, 1)
-	go func() { done <- ex.streamCall(b) }()
+	go func() { done <- ex.streamCall(b, 200*time.Millisecond) }()
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second): // a hang, not a speed bound

@@ -37,31 +37,28 @@ var errHandedOff = errors.New("server: exchange handed off to a stream")
 func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	authn := authenticate{s.authn}
 	limit := limitStage{s.limiter}
+	call := attempt{s: s, max: s.cfg.Retries.MaxAttempts, timeout: s.cfg.Retries.AttemptTimeout.D()}
+	unary := call
+	unary.unary = true
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, budget{}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts}, respond{}},
+			call, respond{}},
 		// A Responses request is a chat request whose body the Keeper
 		// first completes with the stored history.
 		sdk.EndpointResponses: {authn, limit, readBody{s}, keep{s.keeper}, precheck{s}, decode{}, budget{}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts}, respond{}},
+			call, respond{}},
 		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, budget{unary: true}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
+			unary, unaryRespond{}},
 		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
+			unary, unaryRespond{}},
 		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
-			attempt{s: s, max: maxAttempts, unary: true}, unaryRespond{}},
+			unary, unaryRespond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
 		sdk.EndpointModels:   {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},
 		sdk.EndpointTokenize: {authn, limit, readBody{s}, precheck{s}, tokenize{s}},
 	}
 }
-
-// maxAttempts bounds backend attempts per request: one that failed before
-// any response byte reached the client (retry.go says which failures) is
-// tried again on a backend it has not tried, up to three backends in all.
-// A later config key retries.max_attempts may set it.
-const maxAttempts = 3
 
 // authenticate checks the key from the headers, before any body is read.
 type authenticate struct{ authn auth.Authenticator }
