@@ -56,12 +56,11 @@ func (b *Backend) DoStreamContext(ctx context.Context, req *fasthttp.Request, re
 func doContext(ctx context.Context, hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response,
 	timeout time.Duration, timed bool,
 ) error {
-	if ctx.Done() == nil { // never cancelled: the plain call
-		if timed {
-			return hc.DoTimeout(req, resp, timeout)
-		}
-		return hc.Do(req, resp)
+	if ctx.Done() == nil && timed { // never cancelled: the plain call
+		return hc.DoTimeout(req, resp, timeout)
 	}
+	// A stream always takes ctxTransport's round trip: its body's reads
+	// are bounded one by one by the idle timeout (streamBody).
 	if ctx.Err() != nil {
 		return ctxErr(ctx)
 	}
@@ -301,6 +300,7 @@ func (c *ctxCall) roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp
 	sb := &streamBody{
 		reader:    body,
 		conn:      conn,
+		idle:      hc.ReadTimeout,
 		fullyRead: inner.Header.ContentLength() == 0,
 	}
 	sb.release = func(discard bool) {
@@ -336,13 +336,14 @@ func earliest(deadline time.Time, timeout time.Duration) time.Time {
 
 // streamBody is a streamed response body read from a connection of the
 // pool, fasthttp's own client stream body over inner's: reads are
-// serialised, and closing it interrupts a read in flight (by closing the
+// serialised, each bounded by the idle timeout, and closing it interrupts a read in flight (by closing the
 // connection), waits for that read to return, then releases the buffers
 // and gives the connection back to the pool, or closes it when the body
 // was not read to its end.
 type streamBody struct {
 	reader    io.Reader
 	conn      net.Conn
+	idle      time.Duration // the stream client's ReadTimeout (timeouts.stream_idle): per read
 	release   func(discard bool)
 	closed    atomic.Bool
 	fullyRead bool
@@ -360,6 +361,13 @@ func (s *streamBody) Read(p []byte) (int, error) {
 	defer s.readLock.Unlock()
 	if s.closed.Load() {
 		return 0, io.ErrClosedPipe
+	}
+	if s.idle > 0 {
+		// The deadline set before the response head was read is for one
+		// read, not the whole stream: each read gets the idle timeout
+		// afresh (fasthttp's own stream keeps that first deadline, which
+		// cut every stream at stream_idle after it began).
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
 	}
 	n, err := s.reader.Read(p)
 	if errors.Is(err, io.EOF) {
