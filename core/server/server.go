@@ -17,6 +17,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -56,6 +57,7 @@ type Server struct {
 	admin     Admin
 	keeper    Keeper
 	observers []outcome.Observer
+	extraMet  []func(io.Writer)
 	met       *metrics
 	ready     atomic.Bool
 	routes    routeTable
@@ -95,14 +97,17 @@ type Options struct {
 	RecordDecisions bool
 	// Observers are told about every finished request, in order.
 	Observers []outcome.Observer
-	Logger    *slog.Logger
+	// Metrics write more of /metrics (Prometheus text), after the
+	// server's own: the audit spool, the scheduler fleet.
+	Metrics []func(io.Writer)
+	Logger  *slog.Logger
 }
 
 // New returns a Server; it is not ready until SetReady(true).
 func New(ctx context.Context, o Options) *Server {
 	s := &Server{cfg: o.Config, log: o.Logger.With("component", "server"), host: o.Host,
 		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin, keeper: o.Keeper,
-		observers: o.Observers, met: newMetrics(), baseCtx: ctx}
+		observers: o.Observers, extraMet: o.Metrics, met: newMetrics(), baseCtx: ctx}
 	if s.limiter == nil {
 		s.limiter = NoLimits{}
 	}
@@ -403,6 +408,9 @@ func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	s.met.write(ctx, s.reg, s.buffered.Load())
 	s.host.WriteMetrics(ctx)
+	for _, m := range s.extraMet {
+		m(ctx)
+	}
 }
 
 // metricsAuthorized checks metrics.key, answering 401 when it is wrong.
