@@ -256,6 +256,9 @@ type Request struct {
 	Group     string
 	Weight    float64 // scheduler weight (0 = 1)
 	EstTokens int     // estimated prompt+completion tokens (0 = unknown)
+	// Needs is what the request needs from the model beyond its name:
+	// a Placer's hard constraints (the zero value needs nothing).
+	Needs Needs
 	// Exclude lists backends already tried by this request (retries go
 	// elsewhere when possible).
 	Exclude []*backend.Backend
@@ -265,6 +268,16 @@ type Request struct {
 	Decision *Decision
 
 	lease lease // storage of the Lease Admit returns; see the package doc
+}
+
+// Needs is what a request needs from its model, as far as the server
+// knows before admission; discovery's capabilities must offer it.
+type Needs struct {
+	Generate   bool // chat or text completion: not an embedding-only model
+	Embed      bool // an embeddings request
+	Vision     bool // image input
+	Tools      bool // tool definitions
+	Structured bool // JSON object or JSON schema output
 }
 
 // Lease is one admitted request's hold on a backend slot.

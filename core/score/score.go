@@ -37,19 +37,9 @@ const (
 // higher priorities count as this, negative ones as 0.
 const MaxPriority = 10
 
-// Needs is what a request needs from the model beyond its name. The zero
-// value needs nothing (no modality check).
-//
-// TODO(lead): sched.Request has no such fields yet; Rank ranks with the
-// zero Needs until it does. Proposed: a sched.Needs with these fields in
-// Request, this type becoming an alias of it, and Rank reading req.Needs.
-type Needs struct {
-	Generate   bool // chat or text completion: not an embedding-only model
-	Embed      bool // an embeddings request
-	Vision     bool // image input
-	Tools      bool // tool definitions
-	Structured bool // JSON object or JSON schema output
-}
+// Needs is what a request needs from the model beyond its name
+// (sched.Request.Needs). The zero value needs nothing (no modality check).
+type Needs = sched.Needs
 
 // Scorer ranks backends by hard constraints, then by a weighted score. It
 // is immutable and safe for concurrent use.
@@ -77,9 +67,9 @@ func (s *Scorer) Weights() Weights {
 	return Weights{w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]}
 }
 
-// Rank implements sched.Placer, with the zero Needs (see Needs).
+// Rank implements sched.Placer, with the request's Needs.
 func (s *Scorer) Rank(dst []*backend.Backend, req *sched.Request, all []*backend.Backend, d *sched.Decision) ([]*backend.Backend, bool) {
-	return s.RankFor(dst, req, Needs{}, all, d)
+	return s.RankFor(dst, req, req.Needs, all, d)
 }
 
 // entry is one candidate being scored.

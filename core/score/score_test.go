@@ -146,6 +146,10 @@ func TestScorer_Constraints(t *testing.T) {
 			if last := d.Candidates[2]; last.Backend != "b" {
 				t.Fatalf("recorded order %+v", d.Candidates)
 			}
+			// Rank, the scheduler's entry, reads the needs from the request.
+			if got, _ := New(DefaultWeights()).Rank(nil, &sched.Request{Model: "m", Needs: tc.needs}, all, &sched.Decision{}); names(got) != "a,c" {
+				t.Fatalf("Rank with the request's needs ranked %q, want a,c", names(got))
+			}
 		})
 	}
 }
