@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -126,7 +127,14 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		observers = append(append([]outcome.Observer(nil), observers...), aud.rec)
 		searcher = aud.search
 	}
-	admitter, kick := newAdmitter(o.Config, reg, aud != nil)
+	admitter, kick, fleetC := newScheduler(o.Config, reg, aud != nil, acct.rdb, o.Replica, log)
+	var metrics []func(io.Writer)
+	if aud != nil {
+		metrics = append(metrics, auditMetrics(aud.rec))
+	}
+	if fc, ok := fleetC.(*fleetComponent); ok && fc.fl != nil {
+		metrics = append(metrics, fleetMetrics(fc.fl))
+	}
 	live := newLiveBackends(reg, acct.st, o.Config.Backends, log)
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
 	// The audit closes after the listener drained: the last requests are
@@ -174,7 +182,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		},
 		close: func(context.Context) error { g.stopDiscovery(); return nil },
 	}
-	if err := g.life.start(ctx, acctC, auditC, hostC, discC); err != nil {
+	if err := g.life.start(ctx, acctC, auditC, fleetC, hostC, discC); err != nil {
 		g.abort()
 		return nil, err
 	}
@@ -182,7 +190,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		Audit: searcher, Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
-		Logger: log, Observers: observers})
+		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics})
 	var comps []Component
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",

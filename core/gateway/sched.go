@@ -39,13 +39,6 @@ func newScheduler(cfg *config.Config, reg *backend.Registry, record bool, rdb *r
 	return f, f.Kick, fleet
 }
 
-// newAdmitter is newScheduler without a fleet: this replica schedules
-// alone. (Start calls it until it wires newScheduler's fleet component.)
-func newAdmitter(cfg *config.Config, reg *backend.Registry, record bool) (adm sched.Admitter, kick func()) {
-	adm, kick, _ = newScheduler(cfg, reg, record, nil, "", nil)
-	return adm, kick
-}
-
 // fleetComponent runs a sched.Fleet (nothing when fl is nil).
 type fleetComponent struct {
 	fl     *sched.Fleet

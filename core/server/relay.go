@@ -14,6 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/plugcall"
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -289,7 +290,13 @@ func (ex *exchange) streamFail(w io.Writer, err error) {
 		ce.Message += " (request " + ex.id + ")"
 	}
 	var out plugcall.EncodedError
-	if perr := ex.calls.EncodeError(s.baseCtx, ex.tver, &ce, true, ex.buf, &out); perr == nil && len(out.Body) > 0 {
+	// The translator's stream state lets it end the stream in step with
+	// it (Responses: the next sequence number, the output so far).
+	state := ex.tstate
+	if ex.fused {
+		state = sdk.FusedTranslatorState(ex.astate)
+	}
+	if perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, state, ex.buf, &out); perr == nil && len(out.Body) > 0 {
 		ex.write(w, out.Body)
 		return
 	}

@@ -44,6 +44,12 @@ const failedSeq = 1<<53 - 1
 // state today; when it does (a contract change of the ABI), the SDK calls
 // this instead of EncodeError for meta stream = "1".
 func (t *Translator) EncodeStreamError(c *sdk.Call, st *sdk.State, e *canon.Error, out *sdk.Output) error {
+	if len(st.In) == 0 {
+		// A host older than ABI 2.5, or a stream that failed before its
+		// first event: no state to continue from.
+		out.Body = appendFailed(out.Body, e, failedSeq, nil)
+		return nil
+	}
 	var s streamState
 	if err := s.decode(st.In, t.items[:0]); err != nil {
 		return err

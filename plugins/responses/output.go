@@ -161,9 +161,31 @@ func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) 
 	if u == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendUsage(b, u)
+		uu := *u
+		if uu.ReasoningTokens == 0 {
+			uu.ReasoningTokens = estimateReasoning(items, uu.CompletionTokens)
+		}
+		b = appendUsage(b, &uu)
 	}
 	return append(b, `,"user":null}`...)
+}
+
+// estimateReasoning estimates the reasoning tokens of a finished answer
+// whose backend did not count them (vLLM and Ollama do not): about four
+// bytes of reasoning text a token, at most the output tokens. Clients
+// budget by output_tokens_details.reasoning_tokens; zero would say the
+// model did not reason.
+func estimateReasoning(items []item, output int) int {
+	n := 0
+	for i := range items {
+		if items[i].kind == kindReasoning {
+			n += (len(items[i].text) + 3) / 4
+		}
+	}
+	if output > 0 {
+		n = min(n, output)
+	}
+	return n
 }
 
 // appendUsage writes the Responses usage object; the detail objects are

@@ -16,6 +16,7 @@ import (
 // Plugins are the first-party plugins, in plugins.yaml order.
 var Plugins = []struct{ Name, Kind string }{
 	{"openai", "translator"},
+	{"responses", "translator"},
 	{"anthropic", "translator"},
 	{"ollamaapi", "translator"},
 	{"vllm", "adapter"},
@@ -133,7 +134,11 @@ func BuildPlugins() (PluginSet, error) {
 		var y strings.Builder
 		y.WriteString("abi: 2\ncache_dir: cache\nplugins:\n")
 		for _, p := range Plugins {
-			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted}\n", p.Name, p.Kind, p.Name)
+			extra := ""
+			if p.Name == "responses" {
+				extra = ", limits: {state_max_kb: 160}" // its stream state holds the answer so far (plugins.yaml)
+			}
+			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted%s}\n", p.Name, p.Kind, p.Name, extra)
 		}
 		built = PluginSet{Dir: dir, YAML: filepath.Join(dir, "plugins.yaml")}
 		buildErr = os.WriteFile(built.YAML, []byte(y.String()), 0o644)
