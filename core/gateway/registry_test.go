@@ -11,8 +11,8 @@ import (
 
 // The live registry, end to end through the admin API: a backend
 // registered at run time serves its model at once (no restart, no wait
-// for a discovery round); an update of its size or priority applies at
-// once; a delete lets the stream in flight on it finish and then its
+// for a discovery round); an update of its size, priority or GPUs applies
+// at once; a delete lets the stream in flight on it finish and then its
 // model is gone (404).
 func TestRegistry_AdminRegisterRouteDelete(t *testing.T) {
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "discovery: {interval: 1h}\n")
@@ -49,6 +49,20 @@ func TestRegistry_AdminRegisterRouteDelete(t *testing.T) {
 	if b == nil || b.Capacity() != 3 || b.Priority() != 5 || !b.Routable() {
 		t.Fatalf("after the update: %+v", b)
 	}
+	// Its GPUs on a node: the sidecar poll's placement applies at once.
+	var node struct {
+		ID int64 `json:"id"`
+	}
+	if st := callAPI(t, e.base, adminKey, "POST", "/api/admin/nodes",
+		map[string]any{"name": "node-3", "sidecar_url": "http://127.0.0.1:1", "sidecar_key": "sk-test"}, &node); st != 200 {
+		t.Fatalf("create node: %d", st)
+	}
+	if st := callAPI(t, e.base, adminKey, "PATCH", path, map[string]any{"node_id": node.ID, "gpu_indices": []int{1, 0}}, nil); st != 200 {
+		t.Fatalf("update gpus: %d", st)
+	}
+	if nodes := e.gw.Reg.Nodes(); len(nodes) != 1 || fmt.Sprint(nodes[0].Backends["gpu3-vllm"]) != "[0 1]" {
+		t.Fatalf("nodes after the update: %+v", nodes)
+	}
 
 	type result struct {
 		chunks int
@@ -65,6 +79,9 @@ func TestRegistry_AdminRegisterRouteDelete(t *testing.T) {
 	}
 	if e.gw.Reg.Backend("gpu3-vllm") != nil || b.Routable() {
 		t.Fatal("the deleted backend is still registered or routable")
+	}
+	if nodes := e.gw.Reg.Nodes(); len(nodes) != 1 || len(nodes[0].Backends) != 0 {
+		t.Fatalf("the deleted backend is still placed on its node: %+v", nodes)
 	}
 	if _, err := e.client.Chat.Completions.New(ctx, chatParams(model, "after delete")); statusOf(err) != 404 {
 		t.Fatalf("after the delete: %v, want 404", err)
