@@ -83,10 +83,10 @@ func TestBundle_LoadsComponentsAndFuses(t *testing.T) {
 	h := bundleHost(t, bundleEntry(t, "firstparty"))
 	p := h.Plugin("firstparty")
 	m := p.Manifest()
-	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Parts()) != 5 {
+	if m.Kind != sdk.KindBundle || m.Name != "firstparty" || len(m.Parts()) != 6 {
 		t.Fatalf("manifest %+v", m)
 	}
-	for i, want := range []string{"openai", "vllm", "ollama", "anthropic", "ollama-api"} {
+	for i, want := range []string{"openai", "vllm", "ollama", "anthropic", "ollama-api", "openai-responses"} {
 		if c, _ := m.Part(uint16(i)); c.Name != want {
 			t.Fatalf("component %d is %q, want %q", i, c.Name, want)
 		}
@@ -448,7 +448,7 @@ func TestRepoPluginsYAML(t *testing.T) {
 		want    string
 	}{
 		{alt, "openai:translator:plugins/openai.wasm anthropic:translator:plugins/anthropic.wasm ollama-api:translator:plugins/ollamaapi.wasm " +
-			"vllm:adapter:plugins/vllm.wasm ollama:adapter:plugins/ollama.wasm"},
+			"openai-responses:translator:plugins/responses.wasm vllm:adapter:plugins/vllm.wasm ollama:adapter:plugins/ollama.wasm"},
 		{native, "firstparty:bundle:native:firstparty"},
 	} {
 		c, err := ParseConfig([]byte(strings.Join(append(head, tt.entries...), "\n")))

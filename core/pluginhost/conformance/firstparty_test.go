@@ -104,8 +104,9 @@ func TestFirstPartyBundle(t *testing.T) {
 	if fused := ran["fused"].Detail; !strings.Contains(fused, "openai+vllm") || !strings.Contains(fused, "openai+ollama") {
 		t.Errorf("fused check: %s", fused)
 	}
-	if len(rep.Components) != 5 || rep.Components[1].Name != "vllm" || rep.Components[2].P99 == 0 ||
-		rep.Components[3].Name != "anthropic" || rep.Components[4].Name != "ollama-api" || rep.Components[4].P99 == 0 {
+	if len(rep.Components) != 6 || rep.Components[1].Name != "vllm" || rep.Components[2].P99 == 0 ||
+		rep.Components[3].Name != "anthropic" || rep.Components[4].Name != "ollama-api" || rep.Components[4].P99 == 0 ||
+		rep.Components[5].Name != "openai-responses" || rep.Components[5].P99 == 0 {
 		t.Errorf("component figures %+v", rep.Components)
 	}
 }
