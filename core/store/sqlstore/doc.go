@@ -21,6 +21,13 @@
 //     with backends cannot be deleted: ErrConflict). models and
 //     gpu_indices are JSON arrays in TEXT.
 //   - admin_events: the admin audit log, read newest first.
+//   - stored_responses, conversations, conversation_items (migration
+//     0002, store.ResponseStore): the OpenAI Responses and Conversations
+//     state, keyed by owner and id; JSON in TEXT (LONGTEXT in MySQL).
+//     response_blobs holds large data (images) once by SHA-256, and
+//     response_blob_refs / conversation_blob_refs who refers to each
+//     (cascading with their owner row); DeleteExpired drops untouched
+//     state and the blobs nothing refers to.
 //
 // # Dialects
 //
