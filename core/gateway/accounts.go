@@ -254,14 +254,19 @@ func (l *liveBackends) Apply(ctx context.Context, b store.Backend) error {
 	if err := applyStore(ctx, l.st, l.reg); err != nil {
 		return err
 	}
-	if changed && l.disc != nil {
+	switch {
+	case l.disc == nil:
+	case changed:
 		// Routed once probed healthy: now, not at the next round. A
 		// backend that is down is registered all the same; discovery
-		// finds it when it comes up.
+		// finds it when it comes up. The probe hands its capacity to
+		// waiters.
 		if err := l.disc.Probe(ctx, b.Name); err != nil {
 			l.log.LogAttrs(ctx, slog.LevelWarn, "registered backend is not healthy yet", slog.String("backend", b.Name),
 				slog.String("error", err.Error()))
 		}
+	case l.disc.AfterRound != nil:
+		l.disc.AfterRound() // an enabled backend's slots go to waiters now
 	}
 	return nil
 }
