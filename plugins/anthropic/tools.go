@@ -49,24 +49,7 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	if t.Name, err = strField(o, "name", path); err != nil {
 		return err
 	}
-	var ok bool
-	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
-		if t.Description, ok = jsonread.Str(d); !ok {
-			return jsonread.ErrType(path+".description", "a string")
-		}
-	}
-	if s := o.Get("input_schema"); s != nil && s.Type() != fastjson.TypeNull {
-		if s.Type() != fastjson.TypeObject {
-			return jsonread.ErrType(path+".input_schema", "an object")
-		}
-		t.Parameters = s.MarshalTo(nil)
-	}
-	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
-		if t.Strict, ok = jsonread.Bool(st); !ok {
-			return jsonread.ErrType(path+".strict", "a boolean")
-		}
-	}
-	return nil
+	return jsonread.ToolFields(o, path, "input_schema", t)
 }
 
 // decodeToolChoice reads {"type": "auto" | "any" | "tool" | "none", "name",

@@ -62,24 +62,7 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	if t.Name == "" {
 		return jsonread.ErrRequired(path + ".name")
 	}
-	var ok bool
-	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
-		if t.Description, ok = jsonread.Str(d); !ok {
-			return jsonread.ErrType(path+".description", "a string")
-		}
-	}
-	if p := o.Get("parameters"); p != nil && p.Type() != fastjson.TypeNull {
-		if p.Type() != fastjson.TypeObject {
-			return jsonread.ErrType(path+".parameters", "an object")
-		}
-		t.Parameters = p.MarshalTo(nil)
-	}
-	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
-		if t.Strict, ok = jsonread.Bool(st); !ok {
-			return jsonread.ErrType(path+".strict", "a boolean")
-		}
-	}
-	return nil
+	return jsonread.ToolFields(o, path, "parameters", t)
 }
 
 // decodeToolChoice reads "auto" | "none" | "required" or

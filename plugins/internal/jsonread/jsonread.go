@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 // Str reads a string.
@@ -131,4 +132,29 @@ func Model(v *fastjson.Value) (string, error) {
 		return "", ErrRequired("model")
 	}
 	return s, nil
+}
+
+// ToolFields reads a function tool's optional description, its parameters'
+// JSON schema (under schemaKey: "parameters" for OpenAI's dialects,
+// "input_schema" for Anthropic's) and strict into t; path names the tool
+// in errors. Null is absent.
+func ToolFields(o *fastjson.Object, path, schemaKey string, t *canon.Tool) error {
+	var ok bool
+	if d := o.Get("description"); d != nil && d.Type() != fastjson.TypeNull {
+		if t.Description, ok = Str(d); !ok {
+			return ErrType(path+".description", "a string")
+		}
+	}
+	if p := o.Get(schemaKey); p != nil && p.Type() != fastjson.TypeNull {
+		if p.Type() != fastjson.TypeObject {
+			return ErrType(path+"."+schemaKey, "an object")
+		}
+		t.Parameters = p.MarshalTo(nil)
+	}
+	if st := o.Get("strict"); st != nil && st.Type() != fastjson.TypeNull {
+		if t.Strict, ok = Bool(st); !ok {
+			return ErrType(path+".strict", "a boolean")
+		}
+	}
+	return nil
 }
