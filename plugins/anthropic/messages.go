@@ -273,7 +273,7 @@ func decodeImage(o *fastjson.Object, path string, p *canon.Part) error {
 		if err != nil {
 			return err
 		}
-		if !hasPrefixFold(u, "https://") && !hasPrefixFold(u, "http://") {
+		if !jsonread.HasPrefixFold(u, "https://") && !jsonread.HasPrefixFold(u, "http://") {
 			return sdk.BadInput(sp + ".url must be an http(s) URL")
 		}
 		p.URL = u
@@ -439,20 +439,4 @@ func decodeToolUse(o *fastjson.Object, path string, tc *canon.ToolCall) error {
 		return jsonread.ErrType(path+".input", "an object")
 	}
 	return nil
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	if len(s) < len(prefix) {
-		return false
-	}
-	for i := 0; i < len(prefix); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != prefix[i] {
-			return false
-		}
-	}
-	return true
 }

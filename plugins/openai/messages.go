@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"strings"
-
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -219,11 +217,11 @@ func decodeImage(v *fastjson.Value, i, j int, p *canon.Part) error {
 		return jsonread.ErrType(field("image_url.url"), "a string")
 	}
 	switch {
-	case hasPrefixFold(s, "https://"), hasPrefixFold(s, "http://"):
+	case jsonread.HasPrefixFold(s, "https://"), jsonread.HasPrefixFold(s, "http://"):
 		p.URL = s
 		return nil
-	case hasPrefixFold(s, "data:"):
-		mt, data, ok := parseDataURI(s)
+	case jsonread.HasPrefixFold(s, "data:"):
+		mt, data, ok := jsonread.DataURI(s)
 		if !ok {
 			return sdk.BadInput(field("image_url.url") + " must be a base64 data URI (data:<media type>;base64,<data>)")
 		}
@@ -231,25 +229,6 @@ func decodeImage(v *fastjson.Value, i, j int, p *canon.Part) error {
 		return nil
 	}
 	return sdk.BadInput(field("image_url.url") + " must be an http(s) URL or a base64 data URI")
-}
-
-// parseDataURI splits "data:<media type>[;params];base64,<data>".
-func parseDataURI(s string) (mediaType, data string, ok bool) {
-	head, data, found := strings.Cut(s[len("data:"):], ",")
-	if !found || data == "" || len(head) < len(";base64") ||
-		!strings.EqualFold(head[len(head)-len(";base64"):], ";base64") {
-		return "", "", false
-	}
-	mediaType, _, _ = strings.Cut(head[:len(head)-len(";base64")], ";")
-	mediaType = strings.TrimSpace(mediaType)
-	if mediaType == "" || !strings.Contains(mediaType, "/") {
-		return "", "", false
-	}
-	return strings.ToLower(mediaType), data, true
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // decodeAssistant reads an assistant turn's tool calls and reasoning.

@@ -158,20 +158,12 @@ func decodeStreaming(f *reqFields, req *canon.ChatRequest) error {
 			}
 		}
 	}
-	for _, u := range [...]struct {
-		v    *fastjson.Value
-		name string
-	}{{f.safetyIdentifier, "safety_identifier"}, {f.user, "user"}} {
-		if u.v == nil {
-			continue
-		}
-		s, ok := jsonread.Str(u.v)
-		if !ok {
-			return jsonread.ErrType(u.name, "a string")
-		}
-		if s != "" {
-			req.User = s // user wins over its successor safety_identifier
-		}
+	user, err := jsonread.User(f.user, f.safetyIdentifier)
+	if err != nil {
+		return err
+	}
+	if user != "" {
+		req.User = user
 	}
 	return nil
 }

@@ -234,11 +234,11 @@ func decodeImage(o *fastjson.Object, path string, p *canon.Part) error {
 		return jsonread.ErrType(path+".image_url", "a string")
 	}
 	switch {
-	case hasPrefixFold(s, "https://"), hasPrefixFold(s, "http://"):
+	case jsonread.HasPrefixFold(s, "https://"), jsonread.HasPrefixFold(s, "http://"):
 		p.URL = s
 		return nil
-	case hasPrefixFold(s, "data:"):
-		mt, data, ok := parseDataURI(s)
+	case jsonread.HasPrefixFold(s, "data:"):
+		mt, data, ok := jsonread.DataURI(s)
 		if !ok {
 			return sdk.BadInput(path + ".image_url must be a base64 data URI (data:<media type>;base64,<data>)")
 		}
@@ -246,25 +246,6 @@ func decodeImage(o *fastjson.Object, path string, p *canon.Part) error {
 		return nil
 	}
 	return sdk.BadInput(path + ".image_url must be an http(s) URL or a base64 data URI")
-}
-
-// parseDataURI splits "data:<media type>[;params];base64,<data>".
-func parseDataURI(s string) (mediaType, data string, ok bool) {
-	head, data, found := strings.Cut(s[len("data:"):], ",")
-	if !found || data == "" || len(head) < len(";base64") ||
-		!strings.EqualFold(head[len(head)-len(";base64"):], ";base64") {
-		return "", "", false
-	}
-	mediaType, _, _ = strings.Cut(head[:len(head)-len(";base64")], ";")
-	mediaType = strings.TrimSpace(mediaType)
-	if mediaType == "" || !strings.Contains(mediaType, "/") {
-		return "", "", false
-	}
-	return strings.ToLower(mediaType), data, true
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // functionCall reads {"call_id", "name", "arguments"}: a tool call of the

@@ -9,6 +9,7 @@ package jsonread
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fastjson"
 
@@ -157,4 +158,47 @@ func ToolFields(o *fastjson.Object, path, schemaKey string, t *canon.Tool) error
 		}
 	}
 	return nil
+}
+
+// User reads OpenAI's end-user id: "user", or its successor
+// "safety_identifier" when user is absent or empty (either may be nil).
+func User(user, safety *fastjson.Value) (string, error) {
+	id := ""
+	for _, u := range [...]struct {
+		v    *fastjson.Value
+		name string
+	}{{safety, "safety_identifier"}, {user, "user"}} {
+		if u.v == nil {
+			continue
+		}
+		s, ok := Str(u.v)
+		if !ok {
+			return "", ErrType(u.name, "a string")
+		}
+		if s != "" {
+			id = s // user wins over its successor safety_identifier
+		}
+	}
+	return id, nil
+}
+
+// DataURI splits "data:<media type>[;params];base64,<data>" (s starts
+// with "data:", in any case), lowering the media type.
+func DataURI(s string) (mediaType, data string, ok bool) {
+	head, data, found := strings.Cut(s[len("data:"):], ",")
+	if !found || data == "" || len(head) < len(";base64") ||
+		!strings.EqualFold(head[len(head)-len(";base64"):], ";base64") {
+		return "", "", false
+	}
+	mediaType, _, _ = strings.Cut(head[:len(head)-len(";base64")], ";")
+	mediaType = strings.TrimSpace(mediaType)
+	if mediaType == "" || !strings.Contains(mediaType, "/") {
+		return "", "", false
+	}
+	return strings.ToLower(mediaType), data, true
+}
+
+// HasPrefixFold reports whether s starts with prefix, ignoring case.
+func HasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
