@@ -64,10 +64,20 @@ func readRequest(a *fastjson.Arena, v *fastjson.Value) (request, error) {
 	}
 	in := v.Get("input")
 	r.inputArg = in
+	var err error
+	if r.input, err = inputItems(a, in); err != nil {
+		return request{}, err
+	}
+	return r, nil
+}
+
+// inputItems is the items of an input value: none for an absent or null
+// one, one user message for a string, an array's elements.
+func inputItems(a *fastjson.Arena, in *fastjson.Value) ([]*fastjson.Value, error) {
 	switch {
 	case in == nil || in.Type() == fastjson.TypeNull:
+		return nil, nil
 	case in.Type() == fastjson.TypeString:
-		// A string input is one user message.
 		text, _ := in.StringBytes()
 		part := a.NewObject()
 		part.Set("type", a.NewString("input_text"))
@@ -78,13 +88,29 @@ func readRequest(a *fastjson.Arena, v *fastjson.Value) (request, error) {
 		msg.Set("type", a.NewString("message"))
 		msg.Set("role", a.NewString("user"))
 		msg.Set("content", parts)
-		r.input = []*fastjson.Value{msg}
+		return []*fastjson.Value{msg}, nil
 	case in.Type() == fastjson.TypeArray:
-		r.input, _ = in.Array()
-	default:
-		return request{}, badInput("input", "Invalid type for 'input': expected a string or an array of input items.")
+		items, _ := in.Array()
+		return items, nil
 	}
-	return r, nil
+	return nil, badInput("input", "Invalid type for 'input': expected a string or an array of input items.")
+}
+
+// prepareItems prepares each of a request's items; isArray tells how
+// they were given (for the parameter an error names).
+func (k *Keeper) prepareItems(a *fastjson.Arena, in []*fastjson.Value, isArray bool, bs *blobSet) ([]prepared, error) {
+	items := make([]prepared, len(in))
+	for i, it := range in {
+		param := "input"
+		if isArray {
+			param = itemParam("input", i)
+		}
+		var err error
+		if items[i], err = k.prepareItem(a, it, param, bs); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
 }
 
 // history is the stored items a request continues from, in both forms.
@@ -109,8 +135,23 @@ func (h *history) add(live, stored []byte) {
 // another owner's id), splices it in front of the request's input items
 // and drops those two fields, and returns a Turn that stores the answer
 // (nil when store is false and there is no conversation). With no
-// history to splice the body is returned as it is.
+// history to splice the body is returned as it is, after one scan that
+// allocates nothing: the items are prepared for storage when the Turn
+// stores the response (see quick).
 func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string, body []byte) ([]byte, server.Turn, error) {
+	store, input, ok := k.quick(body)
+	switch {
+	case !ok:
+		return k.beginFull(ctx, p, requestID, body)
+	case !store:
+		return body, nil, nil
+	}
+	return body, &turn{k: k, owner: p.UserID, requestID: requestID, store: true, lazy: true, raw: input}, nil
+}
+
+// beginFull is Begin for any request: the body parsed, each item
+// prepared, the history loaded and spliced.
+func (k *Keeper) beginFull(ctx context.Context, p *auth.Principal, requestID string, body []byte) ([]byte, server.Turn, error) {
 	if err := fastjson.ValidateBytes(body); err != nil {
 		return nil, nil, badInput("", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)")
 	}
@@ -147,15 +188,9 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 	if err != nil {
 		return nil, nil, err
 	}
-	items := make([]prepared, len(req.input))
-	for i, it := range req.input {
-		param := "input"
-		if req.inputArg.Type() == fastjson.TypeArray {
-			param = itemParam("input", i)
-		}
-		if items[i], err = k.prepareItem(a, it, param, &bs); err != nil {
-			return nil, nil, err
-		}
+	items, err := k.prepareItems(a, req.input, req.inputArg != nil && req.inputArg.Type() == fastjson.TypeArray, &bs)
+	if err != nil {
+		return nil, nil, err
 	}
 	out := body
 	switch {

@@ -41,6 +41,11 @@ type turn struct {
 	blobs     []store.Blob
 	refs      []string
 	input     []byte // the stored expanded input (store true)
+	// lazy: Begin's quick path left the request's items to prepare when
+	// the response is stored; raw is its input's text (nil for none), in
+	// the request body, which the server keeps until End.
+	lazy bool
+	raw  []byte
 
 	mode int
 	done bool
@@ -107,7 +112,37 @@ func (t *turn) give(why string) {
 
 func (t *turn) release() {
 	t.body, t.sse = nil, sseScan{}
-	t.items, t.blobs, t.input = nil, nil, nil
+	t.items, t.blobs, t.input, t.raw = nil, nil, nil, nil
+}
+
+// prepare does for a quick-path Turn what Begin's full path does before
+// the backend call: the request's items normalised, given ids and their
+// large images moved to blobs, into the stored input. Begin's scan has
+// made sure that this succeeds.
+func (t *turn) prepare(a *fastjson.Arena) error {
+	var (
+		in      []*fastjson.Value
+		isArray bool
+	)
+	if t.raw != nil {
+		p := t.k.parsers.Get()
+		defer t.k.parsers.Put(p)
+		v, err := p.ParseBytes(t.raw)
+		if err != nil {
+			return err
+		}
+		isArray = v.Type() == fastjson.TypeArray
+		if in, err = inputItems(a, v); err != nil {
+			return err
+		}
+	}
+	var bs blobSet
+	items, err := t.k.prepareItems(a, in, isArray, &bs)
+	if err != nil {
+		return err
+	}
+	t.input, t.blobs, t.refs = expandedInput(nil, items), bs.blobs, bs.refs
+	return nil
 }
 
 // tryBody stores the body when it is a whole JSON object.
@@ -170,6 +205,12 @@ func (t *turn) finish(resp *fastjson.Value) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	now := t.k.now()
+	if t.lazy {
+		if err := t.prepare(&a); err != nil {
+			t.k.log.LogAttrs(ctx, slog.LevelWarn, "prepare the input to store", slog.String("req_id", t.requestID), slog.Any("err", err))
+			return
+		}
+	}
 	if t.store {
 		r := &store.StoredResponse{ID: id, OwnerID: t.owner, Model: clip(resp.GetStringBytes("model"), 255),
 			PreviousID: t.prevID, ConversationID: t.convID, Input: t.input, Response: appendValue(nil, resp),
