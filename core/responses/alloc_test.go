@@ -3,6 +3,8 @@
 package responses
 
 import (
+	"bytes"
+	"context"
 	"testing"
 )
 
@@ -25,5 +27,27 @@ func TestAllocs_HotPath(t *testing.T) {
 		s.feed(delta[20:])
 	}); n != 0 {
 		t.Errorf("sseScan.feed of a delta: %.1f allocs/op, want 0", n)
+	}
+}
+
+// Begin with no history is on every Responses request's path to its
+// first token: the Turn is all it allocates (nothing with store false).
+func TestAllocs_BeginNoHistory(t *testing.T) {
+	k := New(nil, Options{}, nil)
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		if _, _, err := k.Begin(ctx, alice, "chatcmpl-0", noHistoryBody); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Errorf("Begin, store true: %.1f allocs/op, want 1 (the Turn)", n)
+	}
+	unstored := bytes.Replace(noHistoryBody, []byte(`"model":"m"`), []byte(`"model":"m","store":false`), 1)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, tn, err := k.Begin(ctx, alice, "chatcmpl-0", unstored); err != nil || tn != nil {
+			t.Fatal(tn, err)
+		}
+	}); n != 0 {
+		t.Errorf("Begin, store false: %.1f allocs/op, want 0", n)
 	}
 }

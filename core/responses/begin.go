@@ -101,12 +101,12 @@ func inputItems(a *fastjson.Arena, in *fastjson.Value) ([]*fastjson.Value, error
 func (k *Keeper) prepareItems(a *fastjson.Arena, in []*fastjson.Value, isArray bool, bs *blobSet) ([]prepared, error) {
 	items := make([]prepared, len(in))
 	for i, it := range in {
-		param := "input"
+		at := itemName{"input", -1}
 		if isArray {
-			param = itemParam("input", i)
+			at.i = i
 		}
 		var err error
-		if items[i], err = k.prepareItem(a, it, param, bs); err != nil {
+		if items[i], err = k.prepareItem(a, it, at, bs); err != nil {
 			return nil, err
 		}
 	}

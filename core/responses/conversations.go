@@ -98,7 +98,7 @@ func (k *Keeper) readItems(a *fastjson.Arena, v *fastjson.Value, required bool, 
 	}
 	items := make([]prepared, len(arr))
 	for i, it := range arr {
-		if items[i], err = k.prepareItem(a, it, itemParam("items", i), bs); err != nil {
+		if items[i], err = k.prepareItem(a, it, itemName{"items", i}, bs); err != nil {
 			return nil, err
 		}
 	}

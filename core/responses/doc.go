@@ -19,6 +19,16 @@
 // message gets its "type" and text parts, and an item without an id gets
 // one (msg_, fc_, fco_, rs_ or item_ and 32 hex).
 //
+// With no history to splice (no previous_response_id, no conversation),
+// Begin is on every such request's path to its first token, so it only
+// scans the body once, allocating nothing but the Turn, and returns it
+// as it is: the scan proves that the items would be accepted (types,
+// ids, the reserved image scheme, MaxItemBytes by a bound on their
+// re-encoded size), and the Turn normalises them, gives them ids and
+// moves their images to blobs when it stores the response. Whatever the
+// scan cannot prove takes the full path, which answers as before. With a
+// key repeated, the last occurrence counts there, as in the translators.
+//
 // The Turn it returns sees the bytes sent to the client: the body of a
 // non-streamed answer, or the SSE stream, scanned line by line keeping
 // only a possible terminal event (response.completed, .incomplete,

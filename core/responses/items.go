@@ -105,9 +105,10 @@ func idPrefix(typ []byte) string {
 // prepareItem normalises one client item in place: a message gets its
 // "type", a string content becomes one text part (as OpenAI lists it),
 // and an item without an id gets one. Then it bounds the item and moves
-// large data: URL images to blobs. param names the item ("input[3]").
-func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, param string, bs *blobSet) (prepared, error) {
+// large data: URL images to blobs. at names the item ("input[3]").
+func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, at itemName, bs *blobSet) (prepared, error) {
 	if v.Type() != fastjson.TypeObject {
+		param := at.String()
 		return prepared{}, badInput(param, "Invalid type for '%s': expected an object, but got %s.", param, v.Type())
 	}
 	typ := v.Get("type")
@@ -118,6 +119,7 @@ func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, param string,
 	var typName []byte
 	if typ != nil {
 		if typ.Type() != fastjson.TypeString {
+			param := at.String()
 			return prepared{}, badInput(param+".type", "Invalid type for '%s.type': expected a string.", param)
 		}
 		typName, _ = typ.StringBytes()
@@ -143,6 +145,7 @@ func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, param string,
 	if iv := v.Get("id"); iv != nil {
 		b, err := iv.StringBytes()
 		if err != nil || !validID(b) {
+			param := at.String()
 			return prepared{}, badInput(param+".id", "Invalid '%s.id': an id is 1 to 128 letters, digits, '_' or '-'.", param)
 		}
 		id = string(b)
@@ -152,10 +155,11 @@ func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, param string,
 	}
 	live := appendValue(nil, v)
 	if len(live) > k.opts.MaxItemBytes {
+		param := at.String()
 		return prepared{}, badInput(param, "Item '%s' is %d bytes, over this gateway's limit of %d bytes per item.",
 			param, len(live), k.opts.MaxItemBytes)
 	}
-	moved, err := k.moveImages(a, v, param, bs)
+	moved, err := k.moveImages(a, v, at, bs)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -169,13 +173,13 @@ func (k *Keeper) prepareItem(a *fastjson.Arena, v *fastjson.Value, param string,
 // moveImages replaces, anywhere in v, the image_url of an input_image
 // that is a data: URL over the blob threshold by a blob reference, adding
 // the blob to bs. It reports whether it replaced any.
-func (k *Keeper) moveImages(a *fastjson.Arena, v *fastjson.Value, param string, bs *blobSet) (bool, error) {
+func (k *Keeper) moveImages(a *fastjson.Arena, v *fastjson.Value, at itemName, bs *blobSet) (bool, error) {
 	moved := false
 	switch v.Type() {
 	case fastjson.TypeArray:
 		items, _ := v.Array()
 		for _, it := range items {
-			m, err := k.moveImages(a, it, param, bs)
+			m, err := k.moveImages(a, it, at, bs)
 			if err != nil {
 				return false, err
 			}
@@ -186,6 +190,7 @@ func (k *Keeper) moveImages(a *fastjson.Arena, v *fastjson.Value, param string, 
 			if u := v.Get("image_url"); u != nil && u.Type() == fastjson.TypeString {
 				url, _ := u.StringBytes()
 				if bytes.HasPrefix(url, []byte(blobRef)) {
+					param := at.String()
 					return false, badInput(param, "Invalid image_url in '%s': the mr-blob: scheme is reserved.", param)
 				}
 				if bytes.HasPrefix(url, []byte("data:")) && len(url) > k.opts.BlobThreshold {
@@ -205,7 +210,7 @@ func (k *Keeper) moveImages(a *fastjson.Arena, v *fastjson.Value, param string, 
 				return
 			}
 			var m bool
-			m, err = k.moveImages(a, vv, param, bs)
+			m, err = k.moveImages(a, vv, at, bs)
 			moved = moved || m
 		})
 		if err != nil {
@@ -311,5 +316,17 @@ func storeErr(what string, err error) error {
 	return apierr.Wrap(canon.ErrInternal, "internal_error", "internal error", fmt.Errorf("responses: %s: %w", what, err))
 }
 
-// itemParam names the i-th element of an array parameter.
-func itemParam(name string, i int) string { return name + "[" + strconv.Itoa(i) + "]" }
+// itemName names an item in an error: the parameter, and its index when
+// the parameter is an array (i >= 0). The string is made only for an
+// error.
+type itemName struct {
+	param string
+	i     int
+}
+
+func (n itemName) String() string {
+	if n.i < 0 {
+		return n.param
+	}
+	return n.param + "[" + strconv.Itoa(n.i) + "]"
+}

@@ -156,3 +156,40 @@ func TestBegin_QuickDuplicateKeys(t *testing.T) {
 		t.Errorf("stored input (-want +got):\n%s", d)
 	}
 }
+
+// Whatever the quick path takes, the Turn can prepare for storage: the
+// scan's checks imply prepareItem's (type, id, the reserved scheme, the
+// item bound, here a small one).
+func FuzzQuick(f *testing.F) {
+	k := New(nil, Options{MaxItemBytes: 512, BlobThreshold: 64}, nil)
+	for _, s := range []string{
+		`{"model":"m","input":"hi"}`,
+		`{"input":[{"role":"user","content":"x","id":"msg_1"},{"type":"function_call","call_id":"c","arguments":"{}"}]}`,
+		`{"input":[{"role":"assistant","content":"a\"b\\c\u00e9"}],"store":true}`,
+		`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,` + strings.Repeat("QUJD", 30) + `"}]}]}`,
+		`{"input":[{"type":"message","type":7}]}`,
+		`{"input":[{"id":"a","id":"b c"}]}`,
+		`{"input":"` + strings.Repeat(`\b`, 60) + `"}`,
+		`{"input":[{"content":"` + strings.Repeat("\u2028", 100) + `"}]}`,
+		`{"input":[{"content":"m\u0072-blob:sha256:0"}]}`,
+		`{"input":[{"x":[{"y":"]}\"["}],"id":"z"}]}`,
+		` { "input" : [ { "id" : "q" } , { } ] } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		store, raw, ok := k.quick(body)
+		if !ok || !store {
+			return
+		}
+		tn := &turn{k: k, store: true, lazy: true, raw: raw}
+		a := k.arenas.Get()
+		defer func() { a.Reset(); k.arenas.Put(a) }()
+		if err := tn.prepare(a); err != nil {
+			t.Fatalf("quick took %q, but preparing its input fails: %v", body, err)
+		}
+		if !json.Valid(tn.input) {
+			t.Fatalf("quick took %q: stored input %q is not JSON", body, tn.input)
+		}
+	})
+}

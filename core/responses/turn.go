@@ -186,7 +186,8 @@ func (t *turn) finishEvent(data []byte) {
 // conversation), synchronously: a client may chain from it at once.
 func (t *turn) finish(resp *fastjson.Value) {
 	defer func() { t.done = true; t.release() }()
-	var a fastjson.Arena
+	a := t.k.arenas.Get()
+	defer func() { a.Reset(); t.k.arenas.Put(a) }()
 	id := string(resp.GetStringBytes("id"))
 	if !validID([]byte(id)) {
 		id = "resp_" + strings.TrimPrefix(t.requestID, "chatcmpl-")
@@ -206,7 +207,7 @@ func (t *turn) finish(resp *fastjson.Value) {
 	defer cancel()
 	now := t.k.now()
 	if t.lazy {
-		if err := t.prepare(&a); err != nil {
+		if err := t.prepare(a); err != nil {
 			t.k.log.LogAttrs(ctx, slog.LevelWarn, "prepare the input to store", slog.String("req_id", t.requestID), slog.Any("err", err))
 			return
 		}
