@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"math/bits"
+	"unicode/utf8"
 
 	"github.com/mindrouter/mindrouter/core/jsonscan"
 )
@@ -81,16 +82,21 @@ func (k *Keeper) quick(body []byte) (store bool, input []byte, ok bool) {
 }
 
 // fits reports whether an item whose raw text is raw stays within
-// MaxItemBytes once normalised and re-encoded: each byte over 0x7f may
-// become six (\ufffd), each escape at most six (\b becomes \u0008).
+// MaxItemBytes once normalised and re-encoded: an escape grows by at most
+// four bytes (\b becomes \u0008); in valid UTF-8 only U+2028 and U+2029
+// grow (by three: \u2028); otherwise each byte over 0x7f may become six
+// (\ufffd).
 func (k *Keeper) fits(raw []byte) bool {
 	n := len(raw) + normSlack + 4*bytes.Count(raw, []byte{'\\'})
 	if n > k.opts.MaxItemBytes {
 		return false
 	}
+	if utf8.Valid(raw) {
+		n += 3 * (bytes.Count(raw, []byte("\u2028")) + bytes.Count(raw, []byte("\u2029")))
+		return n <= k.opts.MaxItemBytes
+	}
 	for len(raw) >= 8 {
-		x := le64(raw)
-		n += 5 * bits.OnesCount64(x&0x8080808080808080)
+		n += 5 * bits.OnesCount64(le64(raw)&0x8080808080808080)
 		raw = raw[8:]
 	}
 	for _, c := range raw {

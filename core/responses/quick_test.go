@@ -100,6 +100,9 @@ func TestBegin_QuickAgreesWithFull(t *testing.T) {
 		{"items fit, body does not", `{"model":"m","input":[{"role":"user","content":"` + ascii + `"},` +
 			`{"role":"user","content":"` + ascii + `"}]}`, true},
 
+		{"non-ASCII items fit", `{"model":"m","input":[{"role":"user","content":"` + strings.Repeat("é", 700) + `"},` +
+			`{"role":"user","content":"` + strings.Repeat("é", 700) + `"}]}`, true},
+
 		{"null previous_response_id", `{"model":"m","previous_response_id":null,"input":"x"}`, false},
 		{"null conversation", `{"model":"m","conversation":null,"store":false}`, false},
 		{"store not a boolean", `{"model":"m","store":"yes"}`, false},
