@@ -43,8 +43,9 @@ type spool struct {
 	mu   sync.Mutex
 	segs []int64 // segment start offsets, ascending; the last is appended to
 
-	durable atomic.Int64 // end of the records written and fsynced
-	acked   atomic.Int64 // end of the records the sink stored
+	durable atomic.Int64  // end of the records written and fsynced
+	acked   atomic.Int64  // end of the records the sink stored
+	commits atomic.Uint64 // group commits (fsyncs) this process made
 
 	// Appender only.
 	w      *os.File
@@ -242,6 +243,7 @@ func (s *spool) appendRecords(buf []byte) error {
 	}
 	s.end += int64(len(buf))
 	s.durable.Store(s.end)
+	s.commits.Add(1)
 	if s.end-s.wStart >= s.segBytes {
 		if err := s.create(s.end); err != nil {
 			return nil // the records are safe; rotation is retried next time

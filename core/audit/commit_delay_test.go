@@ -1,0 +1,111 @@
+package audit
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestCommitDelay: woken to a small group, the spool goroutine lingers
+// (here for a minute, so that no scheduling delay can end it) instead of
+// committing at once; the group reaching commitGroup events ends the
+// linger with one commit for them all, and Close ends it too without
+// losing the events still queued.
+func TestCommitDelay(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "audit.db")
+	r, err := New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: time.Minute, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
+
+	for i := range commitGroup - 1 {
+		r.Observe(testOutcome(i))
+	}
+	time.Sleep(50 * time.Millisecond) // time for a commit that should not happen
+	if n := r.Spooled(); n != 0 {
+		t.Fatalf("%d events spooled while lingering, want 0", n)
+	}
+	r.Observe(testOutcome(commitGroup - 1)) // the group is full: commit now
+	for deadline := time.Now().Add(10 * time.Second); r.Spooled() < commitGroup; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d spooled 10 s after the group filled", r.Spooled(), commitGroup)
+		}
+	}
+	if c := r.sp.commits.Load(); c != 1 {
+		t.Errorf("%d group commits for one full group, want 1", c)
+	}
+
+	// A lone event lingers; Close spools it at once and drains it.
+	r.Observe(testOutcome(commitGroup))
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	if err := r.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if cctx.Err() != nil {
+		t.Fatal("Close waited out its context: the linger held it")
+	}
+	<-ran
+	if r.Spooled() != commitGroup+1 || r.Written() != commitGroup+1 || r.Dropped() != 0 {
+		t.Errorf("spooled %d, written %d, dropped %d; want %d, %d, 0", r.Spooled(), r.Written(), r.Dropped(), commitGroup+1, commitGroup+1)
+	}
+}
+
+// TestCommitDelayCancel: a Run whose ctx ends while the spool goroutine
+// lingers spools the lingering events before it returns (they stay for
+// the next start), and a negative CommitDelay turns the linger off.
+func TestCommitDelayCancel(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "audit.db")
+	r, err := New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: time.Minute, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
+	r.Observe(testOutcome(1))
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return 20 s after its ctx ended: the linger held it")
+	}
+	if r.Spooled() != 1 {
+		t.Fatalf("%d spooled after Run returned, want 1", r.Spooled())
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next start, without the linger (CommitDelay < 0): it replays
+	// the spooled event, and commits each lone event by itself.
+	r, err = New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: -1, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	waitRunning(t, r)
+	for i := range 3 {
+		r.Observe(testOutcome(10 + i))
+		for deadline := time.Now().Add(10 * time.Second); r.Spooled() < uint64(i+1); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("event %d not spooled after 10 s with no commit delay", i)
+			}
+		}
+	}
+	if c := r.sp.commits.Load(); c != 3 {
+		t.Errorf("%d commits for 3 lone events without a delay, want 3", c)
+	}
+	for deadline := time.Now().Add(20 * time.Second); r.Written() < 4; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 written (1 replayed, 3 new) after 20 s", r.Written())
+		}
+	}
+}
