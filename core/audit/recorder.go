@@ -79,8 +79,9 @@ const commitGroup = 128
 // embedded sink), acknowledging each in the spool's cursor.
 //
 // What a crash loses: an event is on disk once the group commit that
-// took it has fsynced, within CommitDelay plus one write and fsync of
-// Observe returning (Spooled counts them). A SIGKILL or power loss in
+// took it has fsynced: within CommitDelay plus two commits (one under
+// way when it came, then its own) of Observe returning (Spooled counts
+// them). A SIGKILL or power loss in
 // between loses the events still in memory, never more than MaxQueue and
 // in practice the last few milliseconds'. Everything spooled reaches the
 // sink exactly once, whatever stops in between.
