@@ -63,6 +63,7 @@ func TestResponsesSDK_Create(t *testing.T) {
 				t.Fatalf("json_schema output %q: %v", r.OutputText(), err)
 			}
 			matrix.Mark(t, "responses", "json-schema", engineOf(model))
+			matrix.Mark(t, "responses", "text", engineOf(model))
 		})
 	}
 

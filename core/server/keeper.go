@@ -35,7 +35,8 @@ type Keeper interface {
 	// (store: false, nothing to append to). An *apierr.Error is the
 	// client's (404 for an unknown or foreign previous_response_id).
 	// requestID is the exchange's id ("chatcmpl-<32 hex>"); the
-	// translator names the response "resp_<the same 32 hex>".
+	// translator names the response "resp_<the same 32 hex>". The body
+	// stays unchanged until the Turn's End: a Turn may keep slices of it.
 	Begin(ctx context.Context, p *auth.Principal, requestID string, body []byte) ([]byte, Turn, error)
 }
 
