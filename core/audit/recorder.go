@@ -69,7 +69,8 @@ type Options struct {
 const DefaultCommitDelay = 2 * time.Millisecond
 
 // commitGroup is the group size at which the spool goroutine commits
-// without lingering: past it the fsync is shared widely enough already.
+// without lingering (or MaxQueue, if smaller): past it the fsync is
+// shared widely enough already.
 const commitGroup = 128
 
 // Recorder is the audit's write path: Observe turns each Outcome into an
@@ -106,6 +107,7 @@ type Recorder struct {
 	spare  []Event
 	buf    []byte
 	linger *time.Timer   // CommitDelay's
+	group  int           // commitGroup, or MaxQueue if smaller
 	wake   chan struct{} // the spool goroutine: the queue became non-empty, or reached commitGroup
 	kick   chan struct{} // the sink goroutine: a full batch is spooled
 
@@ -184,6 +186,7 @@ func New(o Options) (*Recorder, error) {
 		return nil, err
 	}
 	r.sp = sp
+	r.group = min(commitGroup, o.MaxQueue)
 	r.pending.Store(pending)
 	if pending > 0 {
 		r.stamps = append(r.stamps, stamp{end: sp.durable.Load(), at: time.Now().UnixNano()})
@@ -241,7 +244,7 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 	// signal only when the queue starts (it was idle, or will find the
 	// token after its commit) and when it reaches the group size (it may
 	// be lingering for it).
-	if n == 1 || n == commitGroup {
+	if n == 1 || n == r.group {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -503,7 +506,7 @@ func (r *Recorder) commitWait(ctx context.Context) {
 	r.mu.Lock()
 	n := len(r.queue)
 	r.mu.Unlock()
-	if n == 0 || n >= min(commitGroup, r.o.MaxQueue) {
+	if n == 0 || n >= r.group {
 		return
 	}
 	r.linger.Reset(r.o.CommitDelay)
