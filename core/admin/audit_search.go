@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,37 @@ func (h *Handler) auditGet(c *call) (any, error) {
 		return nil, fmt.Errorf("read request %q from the audit: %w", id, err)
 	}
 	return viewAuditEvent(&e), nil
+}
+
+// auditBlob is GET /audit/blobs/{sha256}: an image the audit stored once
+// and referred to from recorded content ("mr-blob:sha256:<hex>;…"), as
+// {sha256, media_type, size, data_base64}.
+func (h *Handler) auditBlob(c *call) (any, error) {
+	br, ok := h.audit.(audit.BlobReader)
+	if h.audit == nil || !ok {
+		return nil, errAuditOff
+	}
+	segs := strings.Split(trimSlash(c.req.Path), "/")
+	sum := segs[len(segs)-1]
+	b, err := br.Blob(c.ctx, sum)
+	switch {
+	case errors.Is(err, audit.ErrBadHash):
+		return nil, badRequest("path parameter sha256: 64 lowercase hex digits")
+	case errors.Is(err, audit.ErrNotFound):
+		return nil, notFound("no blob " + strconv.Quote(logTrunc(sum)) + " in the audit")
+	case err != nil:
+		return nil, fmt.Errorf("read blob from the audit: %w", err)
+	}
+	return map[string]any{"sha256": b.SHA256, "media_type": b.MediaType, "size": len(b.Data),
+		"data_base64": base64.StdEncoding.EncodeToString([]byte(b.Data))}, nil
+}
+
+// logTrunc bounds a client-given path segment quoted back in an error.
+func logTrunc(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 var errAuditOff = errorf(fasthttp.StatusServiceUnavailable,

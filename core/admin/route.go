@@ -62,6 +62,7 @@ var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
 	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},
 	{method: "GET", pattern: "/api/admin/audit/{request_id:text}", fn: (*Handler).auditGet},
+	{method: "GET", pattern: "/api/admin/audit/blobs/{sha256:text}", fn: (*Handler).auditBlob},
 
 	{method: "GET", pattern: "/api/me", fn: (*Handler).me},
 	{method: "GET", pattern: "/api/me/usage", fn: (*Handler).meUsage},
