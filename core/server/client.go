@@ -146,16 +146,12 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	if keep <= 0 || o.Kind == "admin" {
 		return
 	}
+	// Whole bodies: the recorder takes base64 images out (stored once, by
+	// reference) before it cuts the rest at audit.max_content_bytes, so
+	// an image larger than that is kept, not cut; it bounds what it holds.
 	o.Request = ex.body
-	if len(o.Request) > keep {
-		o.Request = o.Request[:keep]
-	}
 	if ctx != nil && len(ex.resp) == 0 { // not a stream: the whole body is at hand
-		b := ctx.Response.Body()
-		if len(b) > keep {
-			b, o.ResponseCut = b[:keep], true
-		}
-		o.Response = b
+		o.Response = ctx.Response.Body()
 	} else {
 		o.Response = ex.resp
 	}
