@@ -209,6 +209,18 @@ func TestFleet_TwoReplicasShareCapAndWeights(t *testing.T) {
 	killed := time.Now()
 	stopHeavy() // its clients see the crash
 	wgHeavy.Wait()
+	// A crashed process's backend connections die with it, and the
+	// backend drops those generations; in process, gw-a finishes its
+	// abandoned requests instead, which may outlast the lease. The cap
+	// is checked from when they are gone.
+	waitUntil(t, "gw-a's abandoned requests to end", 10*time.Second, func() bool {
+		var n int64
+		for _, bk := range a.gw.Reg.Backends() {
+			n += bk.InFlight()
+		}
+		return n == 0
+	})
+	fake.ResetPeak()
 	held := slotsOf(t, rc, "gw-a")
 	waitUntil(t, "gw-a's slots to expire", fleetLease+5*time.Second, func() bool { return slotsOf(t, rc, "gw-a") == 0 })
 	back := time.Since(killed)

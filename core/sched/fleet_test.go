@@ -230,7 +230,7 @@ func bidCount(t testing.TB, c *redis.Client) int64 {
 // 3:1 of a saturated backend, within ±5 %.
 func TestFleet_WeightedSharesAcrossReplicas(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	const capacity, clients, warmup, total = 4, 8, 100, 900
+	const capacity, clients, warmup, total = 4, 8, 100, 700
 	mk := func(name string) *replica {
 		fo := FleetOptions{Redis: redisClient(t, rd.Addr)}
 		return startReplica(t, name, capacity, fo, FairOptions{MaxWait: 30 * time.Second})
@@ -250,7 +250,7 @@ func TestFleet_WeightedSharesAcrossReplicas(t *testing.T) {
 			if err != nil {
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 			mu.Lock()
 			n++
 			if n > warmup && n <= total {
