@@ -266,6 +266,12 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 	f.rank = ranked[:0]
 	if len(ranked) == 0 {
 		if known {
+			if ex, ok := f.placer.(NeedsExplainer); ok {
+				if s := ex.Unmet(req, all); s != "" {
+					return nil, nil, apierr.New(canon.ErrInvalidRequest, "model_capability",
+						fmt.Sprintf("the model %q does not support %s", req.Model, s))
+				}
+			}
 			e := apierr.New(canon.ErrOverloaded, "backend_unavailable",
 				fmt.Sprintf("no healthy backend is serving model %q right now", req.Model))
 			e.RetryAfter = RetryAfterUnavailable

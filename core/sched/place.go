@@ -18,6 +18,19 @@ type Placer interface {
 	Rank(dst []*backend.Backend, req *Request, all []*backend.Backend, d *Decision) (ranked []*backend.Backend, known bool)
 }
 
+// NeedsExplainer is a Placer that can say which capability a request
+// needs that no backend serving its model offers. When Rank ranks
+// nothing although the model is known, Fair asks it: a non-empty phrase
+// ("image input", "tools", "structured output", "embeddings", "text
+// generation") turns the 503 backend_unavailable into a 400
+// model_capability, since waiting would not help.
+type NeedsExplainer interface {
+	// Unmet returns the capability of req.Needs that every backend
+	// serving req.Model lacks, or "" when some backend has them all (or
+	// the model is unknown). Called only on the error path.
+	Unmet(req *Request, all []*backend.Backend) string
+}
+
 // Decision is what a scheduler decided for one request, for the audit.
 // It is filled only when Record is true.
 type Decision struct {

@@ -1,10 +1,12 @@
 package sched
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
 
+	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
@@ -30,4 +32,33 @@ func TestDecision_WriteJSON(t *testing.T) {
 			t.Errorf("WriteJSON %s\nencoding/json %s", w.B, want)
 		}
 	}
+}
+
+// needsPlacer ranks nothing and explains why with unmet.
+type needsPlacer struct{ unmet string }
+
+func (p needsPlacer) Rank(dst []*backend.Backend, req *Request, all []*backend.Backend, d *Decision) ([]*backend.Backend, bool) {
+	known := false
+	for _, b := range all {
+		known = known || b.Status().Serves(req.Model)
+	}
+	return dst, known
+}
+
+func (p needsPlacer) Unmet(req *Request, all []*backend.Backend) string { return p.unmet }
+
+// A known model that no backend can serve because of req.Needs is a 400
+// naming the capability when the Placer explains it; without an
+// explanation (or an unknown model) the errors stay 503 and 404.
+func TestFair_CapabilityError(t *testing.T) {
+	reg, _ := registry(t, 1)
+	ctx := context.Background()
+	f := NewFair(FairOptions{Registry: reg, Placer: needsPlacer{unmet: "image input"}})
+	ae := apiErr(t, must2(f.Admit(ctx, &Request{Model: "m", Needs: Needs{Vision: true}})), 400, "model_capability")
+	if want := `the model "m" does not support image input`; ae.Msg != want {
+		t.Fatalf("message %q, want %q", ae.Msg, want)
+	}
+	apiErr(t, must2(f.Admit(ctx, &Request{Model: "nope"})), 404, "model_not_found")
+	f = NewFair(FairOptions{Registry: reg, Placer: needsPlacer{}})
+	apiErr(t, must2(f.Admit(ctx, &Request{Model: "m"})), 503, "backend_unavailable")
 }

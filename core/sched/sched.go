@@ -21,6 +21,9 @@
 //   - 404 model_not_found: no backend knows the model;
 //   - 503 backend_unavailable (Retry-After): the model is known but no
 //     backend serving it is healthy with an adapter loaded;
+//   - 400 model_capability (Fair, when its Placer is a NeedsExplainer):
+//     the model is known but no backend serving it offers what
+//     Request.Needs asks (image input, tools, …): retrying cannot help;
 //   - 503 backend_busy (Retry-After): no slot freed up within the queue
 //     wait (or ctx's deadline passed while waiting);
 //   - 503 request_cancelled: ctx was cancelled before a slot was found.
