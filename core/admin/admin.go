@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -68,11 +67,6 @@ type Handler struct {
 	audit    audit.Searcher
 	log      *slog.Logger
 	now      func() time.Time
-
-	// keyMu serialises key creation so that max_keys holds within this
-	// process; two replicas creating keys for one user at the same instant
-	// can still exceed it by one (the store has no count-and-insert).
-	keyMu sync.Mutex
 }
 
 // New returns a Handler.

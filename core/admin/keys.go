@@ -108,30 +108,18 @@ func (h *Handler) issueKey(c *call, u store.User, self bool) (any, error) {
 		return nil, err
 	}
 
-	h.keyMu.Lock()
-	defer h.keyMu.Unlock()
-	if g.MaxKeys > 0 {
-		keys, err := h.st.Keys(c.ctx, u.ID)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		now := h.now()
-		n := 0
-		for _, k := range keys {
-			if keyStatus(k, now) == store.KeyActive {
-				n++
-			}
-		}
-		if n >= g.MaxKeys {
-			return nil, conflict(fmt.Sprintf("User '%s' already has %d active API keys, the most group '%s' allows (max_api_keys); revoke one first", u.Username, n, g.Name))
-		}
-	}
 	full, prefix, hash, err := accounts.NewKey()
 	if err != nil {
 		return nil, err
 	}
 	k := store.APIKey{UserID: u.ID, Name: in.Name, Prefix: prefix, Hash: hash, Scopes: scopes, Status: store.KeyActive, ExpiresAt: exp, CreatedAt: h.now().UTC()}
-	if err := h.st.CreateKey(c.ctx, &k); err != nil {
+	// The store counts and inserts in one transaction holding the user's
+	// row: max_api_keys holds across replicas.
+	n, err := h.st.CreateKeyCapped(c.ctx, &k, g.MaxKeys, h.now())
+	if errors.Is(err, store.ErrLimit) {
+		return nil, conflict(fmt.Sprintf("User '%s' already has %d active API keys, the most group '%s' allows (max_api_keys); revoke one first", u.Username, n, g.Name))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create key: %w", err)
 	}
 	// Forget any recent "unknown key" answer about it, as accounts expects.

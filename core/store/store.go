@@ -19,6 +19,7 @@ import (
 var (
 	ErrNotFound = errors.New("store: not found")
 	ErrConflict = errors.New("store: conflict") // a unique name or hash taken, or rows still refer to it
+	ErrLimit    = errors.New("store: limit reached")
 )
 
 // Group holds the defaults of its users. Zero limits mean unlimited.
@@ -197,6 +198,12 @@ type Store interface {
 	DeleteUser(ctx context.Context, id int64) error // deletes the user's keys and usage too
 
 	CreateKey(ctx context.Context, k *APIKey) error
+	// CreateKeyCapped is CreateKey unless the user already holds max or
+	// more active keys (status active, not expired at now): then it
+	// inserts nothing and returns that count with ErrLimit. The count and
+	// the insert are one transaction holding the user's row, so replicas
+	// creating keys for one user at once cannot pass max together.
+	CreateKeyCapped(ctx context.Context, k *APIKey, max int, now time.Time) (active int, err error)
 	Key(ctx context.Context, id int64) (APIKey, error)
 	Keys(ctx context.Context, userID int64) ([]APIKey, error) // userID 0: every key
 	// CredentialByHash finds an issued key by SHA-256; CredentialsByPrefix

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -24,6 +25,44 @@ func keyDest(k *store.APIKey) []any {
 // reads back (UTC, microseconds). ErrConflict when the hash is taken or
 // the user does not exist.
 func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
+	return insertKey(ctx, s.db, k)
+}
+
+// CreateKeyCapped implements store.Store. The user's row is locked
+// (MySQL: SELECT … FOR UPDATE; SQLite transactions are IMMEDIATE, one
+// writer at a time) before the count, so concurrent calls for one user
+// — from any replica — are serialised by the database.
+func (s *Store) CreateKeyCapped(ctx context.Context, k *store.APIKey, max int, at time.Time) (active int, err error) {
+	what := fmt.Sprintf("create key %q for user %d", k.Prefix, k.UserID)
+	lock := "SELECT id FROM users WHERE id = ?"
+	if s.dialect == MySQL {
+		lock += " FOR UPDATE"
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var id int64
+		if err := tx.QueryRowContext(ctx, lock, k.UserID).Scan(&id); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%s: %w", what, store.ErrConflict) // as CreateKey for a missing user
+			}
+			return fail(err, what)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE user_id = ? AND status = ?
+  AND (expires_at IS NULL OR expires_at > ?)`, k.UserID, store.KeyActive, tv(norm(at))).Scan(&active); err != nil {
+			return fail(err, what)
+		}
+		if max > 0 && active >= max {
+			return store.ErrLimit
+		}
+		return insertKey(ctx, tx, k)
+	})
+	if errors.Is(err, store.ErrLimit) {
+		return active, fmt.Errorf("%s: %d active: %w", what, active, store.ErrLimit)
+	}
+	return active, err
+}
+
+// insertKey is CreateKey on db (the pool or a transaction).
+func insertKey(ctx context.Context, db querier, k *store.APIKey) error {
 	if k.Status == "" {
 		k.Status = store.KeyActive
 	}
@@ -37,7 +76,7 @@ func (s *Store) CreateKey(ctx context.Context, k *store.APIKey) error {
 		hash = k.Hash
 	}
 	what := fmt.Sprintf("create key %q for user %d", k.Prefix, k.UserID)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO api_keys (user_id, name, prefix, hash, argon2, scopes, status,
+	res, err := db.ExecContext(ctx, `INSERT INTO api_keys (user_id, name, prefix, hash, argon2, scopes, status,
   expires_at, last_used_at, usage_count, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.UserID, k.Name, k.Prefix, hash, k.Argon2, k.Scopes, k.Status,
 		ntv(k.ExpiresAt), ntv(k.LastUsedAt), k.UsageCount, tv(k.CreatedAt), ntv(k.RevokedAt))

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +174,81 @@ func testTouchKeys(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Errorf("key %d: usage %d, last used %v; want %d at %v", tc.id, got.UsageCount, got.LastUsedAt, tc.count, tc.last)
 		}
 	}
+}
+
+// testKeysCapped: the cap counts active, unexpired keys, and concurrent
+// creations (as from several replicas) never pass it together.
+func testKeysCapped(t *testing.T, open func(t *testing.T) store.Store) {
+	s := migrated(t, open)
+	c := ctx(t)
+	g := newGroup(t, s, "g")
+	u := newUser(t, s, g.ID, "u")
+	now := at(0)
+	live := newKey(u.ID, "live")
+	must(t, s.CreateKey(c, &live), "CreateKey")
+	revoked := newKey(u.ID, "revoked")
+	must(t, s.CreateKey(c, &revoked), "CreateKey")
+	must(t, s.RevokeKey(c, revoked.ID, at(-1)), "RevokeKey")
+	expired := newKey(u.ID, "expired")
+	expired.ExpiresAt = ptr(at(-10))
+	must(t, s.CreateKey(c, &expired), "CreateKey")
+	later := newKey(u.ID, "expires later")
+	later.ExpiresAt = ptr(at(10))
+	must(t, s.CreateKey(c, &later), "CreateKey")
+
+	const max, tries = 4, 12 // two active already: two more fit
+	var (
+		mu     sync.Mutex
+		ok     int
+		limits []int
+		wg     sync.WaitGroup
+	)
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := newKey(u.ID, name("k", i))
+			n, err := s.CreateKeyCapped(c, &k, max, now)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+				if k.ID == 0 || n >= max {
+					t.Errorf("created key %+v with %d active before it", k, n)
+				}
+			case errors.Is(err, store.ErrLimit):
+				limits = append(limits, n)
+			default:
+				t.Errorf("CreateKeyCapped: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 2 || len(limits) != tries-2 {
+		t.Fatalf("%d concurrent creations with room for 2: %d created, %d refused", tries, ok, len(limits))
+	}
+	for _, n := range limits {
+		if n != max {
+			t.Errorf("a refusal counted %d active keys, want %d", n, max)
+		}
+	}
+	keys, err := s.Keys(c, u.ID)
+	must(t, err, "Keys")
+	if len(keys) != 6 {
+		t.Errorf("%d keys stored, want 6", len(keys))
+	}
+	// At a time the "later" key has expired, one more fits.
+	k := newKey(u.ID, "after expiry")
+	if _, err := s.CreateKeyCapped(c, &k, max, at(11)); err != nil {
+		t.Errorf("CreateKeyCapped after a key expired: %v", err)
+	}
+	// max 0 is unlimited; a missing user is a conflict, as for CreateKey.
+	k = newKey(u.ID, "unlimited")
+	if _, err := s.CreateKeyCapped(c, &k, 0, now); err != nil {
+		t.Errorf("CreateKeyCapped unlimited: %v", err)
+	}
+	orphan := newKey(u.ID+1000, "orphan")
+	_, err = s.CreateKeyCapped(c, &orphan, max, now)
+	wantErr(t, err, store.ErrConflict, "CreateKeyCapped for a missing user")
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsersFilter", testUsersFilter},
 		{"DeleteUserCascades", testDeleteUserCascades},
 		{"Keys", testKeys},
+		{"KeysCapped", testKeysCapped},
 		{"Credentials", testCredentials},
 		{"RevokeAndDeleteKey", testRevokeAndDeleteKey},
 		{"TouchKeys", testTouchKeys},
