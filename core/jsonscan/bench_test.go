@@ -14,6 +14,12 @@ import (
 var routeSpec = MustSpec("model", "stream", "stream_options.include_usage", "max_tokens",
 	"max_completion_tokens", "max_output_tokens", "options.num_predict", "n")
 
+// needsSpec is routeSpec with the OpenAI translator's markers of what a
+// request needs (vision, tools, structured output).
+var needsSpec = mustSpecMarkers([]string{"model", "stream", "stream_options.include_usage", "max_tokens",
+	"max_completion_tokens", "max_output_tokens", "options.num_predict", "n"},
+	[]string{"*.type=image_url", "tools", "response_format.type=json_object", "response_format.type=json_schema"})
+
 type benchMsg struct {
 	Role       string `json:"role"`
 	Content    any    `json:"content,omitempty"`
@@ -120,6 +126,24 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := Scan(body, routeSpec, benchLimits, &res); err != nil || res.Found&1 == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScanNeeds is BenchmarkScan with markers of the request's
+// needs, to compare with it: the cost of the markers on every key.
+func BenchmarkScanNeeds(b *testing.B) {
+	for _, bb := range benchBodies {
+		body := bb.body()
+		b.Run(bb.name+"_"+strconv.Itoa(len(body)>>10)+"K", func(b *testing.B) {
+			var res Result
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Scan(body, needsSpec, benchLimits, &res); err != nil || res.Marks&2 == 0 {
 					b.Fatal(err)
 				}
 			}

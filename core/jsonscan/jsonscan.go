@@ -12,7 +12,12 @@
 //   - extracts the fields named by a Spec (dotted paths of object keys
 //     from the top-level object, such as "model" or
 //     "stream_options.include_usage"), as byte ranges of the body, so the
-//     host never parses the body twice.
+//     host never parses the body twice;
+//   - reports markers (NewSpecMarkers): conditions such as "some member
+//     "type" at any depth is the string "image_url"" or "the top-level
+//     "tools" is a non-empty array", as bits of Result.Marks, so the host
+//     knows what a request needs from its model without decoding it. An
+//     any-depth marker costs a length test on every key, like a path.
 //
 // Policies:
 //
@@ -77,6 +82,8 @@ const (
 	MaxPaths  = 16
 	MaxLevels = 4
 	MaxKeyLen = 64
+	// MaxMarkers is the most markers a Spec holds (NewSpecMarkers).
+	MaxMarkers = 16
 )
 
 // Kind is the type of a JSON value.
@@ -208,6 +215,8 @@ type Result struct {
 	Values [MaxPaths]Value
 	// Found has bit i set when path i was found.
 	Found uint16
+	// Marks has bit i set when the Spec's marker i held (NewSpecMarkers).
+	Marks uint16
 	// Depth is the deepest nesting reached (1 for {}), and Count the number
 	// of values, the top-level object included.
 	Depth, Count int

@@ -10,7 +10,7 @@ import (
 // Allocation counts are checked without the race detector only, which
 // changes them.
 
-// Scan allocates nothing on valid bodies (escaped keys matched included),
+// Scan allocates nothing on valid bodies (escaped keys and markers matched included),
 // nor do the readers of its values; a refusal costs its *Error.
 func TestScanAllocs(t *testing.T) {
 	bodies := [][]byte{
@@ -20,11 +20,15 @@ func TestScanAllocs(t *testing.T) {
 	for _, bb := range benchBodies {
 		bodies = append(bodies, bb.body())
 	}
+	bodies = append(bodies, []byte(`{"messages":[{"content":[{"t\u0079pe":"image\u005furl"}]}],"tools":[1],"response_format":{"type":"json_sch\u0065ma"}}`))
 	var res Result
 	buf := make([]byte, 0, 64)
 	for _, body := range bodies {
 		if n := testing.AllocsPerRun(20, func() {
 			if err := Scan(body, routeSpec, benchLimits, &res); err != nil {
+				t.Fatal(err)
+			}
+			if err := Scan(body, needsSpec, benchLimits, &res); err != nil {
 				t.Fatal(err)
 			}
 			if v, ok := res.Get(0); ok {

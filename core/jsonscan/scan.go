@@ -21,8 +21,15 @@ const levels = MaxLevels + 2
 // run concurrently, sharing a Spec, each with its own Result.
 func Scan(body []byte, spec *Spec, lim Limits, res *Result) error {
 	if e := scan(body, spec, lim, res); e != nil {
-		res.Found = 0
+		res.Found, res.Marks = 0, 0
 		return e
+	}
+	if spec != nil {
+		for i := range spec.pathMarks {
+			if m := &spec.pathMarks[i]; res.Found&(1<<m.path) != 0 && m.holds(body, res.Values[m.path]) {
+				res.Marks |= m.bit
+			}
+		}
 	}
 	return nil
 }
@@ -45,7 +52,7 @@ func scan(s []byte, spec *Spec, lim Limits, res *Result) *Error {
 		maxCount = math.MaxInt
 	}
 	res.Values = [MaxPaths]Value{}
-	res.Found, res.Depth, res.Count = 0, 0, 0
+	res.Found, res.Marks, res.Depth, res.Count = 0, 0, 0, 0
 
 	var (
 		nodes []node
@@ -66,9 +73,14 @@ func scan(s []byte, spec *Spec, lim Limits, res *Result) *Error {
 		// read (-1: none); newCur and newTerm are for the container about
 		// to open; rec is the path of the string being scanned (-1).
 		cur, pend, newCur, newTerm, rec, p int8 = -1, -1, -1, -1, -1, -1
+		// Any-depth markers: anyLens is the Spec's (0: none); apend is
+		// the marker key just read and arec the one whose string value
+		// is being scanned (indexes in spec.anyKeys; -1: none).
+		anyLens     uint64
+		apend, arec int8 = -1, -1
 	)
 	if spec != nil {
-		nodes = spec.nodes
+		nodes, anyLens = spec.nodes, spec.anyLens
 	}
 	if i = skipSpace(s, 0); i >= len(s) {
 		return unexpected(s, i, "'{'")
@@ -92,6 +104,9 @@ value: // A value starts at s[i], maybe after whitespace.
 		return &Error{Kind: ErrTooMany, Offset: i, Limit: lim.MaxValues}
 	}
 	c = s[i]
+	if apend >= 0 {
+		goto marked
+	}
 	if pend >= 0 {
 		goto matched
 	}
@@ -108,6 +123,25 @@ dispatch:
 		return e
 	}
 	goto after
+
+marked: // The value at s[i] is that of the any-depth marker key apend.
+	// A string is judged at its end; the others by their first bytes
+	// (a bad value fails the scan, which clears Marks).
+	switch {
+	case c == '"':
+		arec = apend
+	case c == '{' || c == '[':
+		if j := skipSpace(s, i+1); j < len(s) && s[j] != '}' && s[j] != ']' {
+			res.Marks |= spec.anyKeys[apend].nonEmpty
+		}
+	case c == 't' || c == '-' || isDigit(c):
+		res.Marks |= spec.anyKeys[apend].nonEmpty
+	}
+	apend = -1
+	if pend >= 0 {
+		goto matched
+	}
+	goto dispatch
 
 matched: // The value at s[i] is that of the key matched by pend.
 	p = nodes[pend].path
@@ -227,6 +261,12 @@ str: // s[i] opens a string.
 				res.Found &^= nodes[pend].mask
 			}
 		}
+		if anyLens != 0 {
+			// Most keys fail on their length, as for paths.
+			if l := uint(i - start - 2); esc || l < MaxKeyLen && anyLens>>l&1 != 0 {
+				apend = spec.matchAny(s[start+1:i], esc)
+			}
+		}
 		if i++; i >= len(s) || s[i] != ':' {
 			if i = skipSpace(s, i); i >= len(s) || s[i] != ':' {
 				return unexpected(s, i, "':' after object key")
@@ -240,6 +280,10 @@ str: // s[i] opens a string.
 		res.Values[rec] = Value{Start: start, End: i, Kind: String, Escaped: esc}
 		res.Found |= 1 << rec
 		rec = -1
+	}
+	if arec >= 0 {
+		res.Marks |= spec.anyKeys[arec].strMarks(s[start+1:i-1], esc)
+		arec = -1
 	}
 	goto after
 
