@@ -207,12 +207,32 @@ func (r Route) EndpointKind() Endpoint {
 // dotted object-key paths from the top-level object ("model",
 // "stream_options.include_usage"). An empty path means the dialect has no
 // such field.
+//
+// Vision, Tools and Structured (ABI 2.6) say where a request shows that it
+// needs image input, tool calling or JSON output from its model, so the
+// host routes it only to backends whose model offers that (discovery's
+// capabilities), in the same native pass. Each is a list of markers, any
+// of which holding means the need:
+//
+//	PATH          the value at the dotted path is non-empty: not null, false, "", [] or {}
+//	PATH=VALUE    the value at the dotted path is the JSON string VALUE
+//	*.KEY         a member KEY at any depth (inside arrays too) is non-empty
+//	*.KEY=VALUE   a member KEY at any depth is the string VALUE
+//
+// For example OpenAI chat declares Vision ["*.type=image_url"], Tools
+// ["tools"] and Structured ["response_format.type=json_object",
+// "response_format.type=json_schema"]. At most 16 markers in all; a route
+// declaring none needs nothing (older plugins), and a need the markers
+// miss is still checked by the plugin once a backend is chosen.
 type Routing struct {
 	Model        string   `json:"model,omitempty"`
 	Stream       string   `json:"stream,omitempty"`
 	StreamByDflt bool     `json:"stream_default,omitempty"` // stream when the field is absent (Ollama)
 	IncludeUsage string   `json:"include_usage,omitempty"`
 	MaxTokens    []string `json:"max_tokens,omitempty"` // the first present wins
+	Vision       []string `json:"vision,omitempty"`     // image input (ABI 2.6)
+	Tools        []string `json:"tools,omitempty"`      // tool definitions (ABI 2.6)
+	Structured   []string `json:"structured,omitempty"` // JSON object or schema output (ABI 2.6)
 }
 
 // Probe is a backend endpoint the gateway polls through an adapter.
