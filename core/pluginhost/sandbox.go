@@ -30,26 +30,28 @@ var (
 
 const wasiModule = wasi_snapshot_preview1.ModuleName
 
-// allowedImports is every import a plugin may have: the host log function
-// and the WASI functions the Go runtime needs (no filesystem beyond the
+// allowedImports is every import a plugin may have: the host log function,
+// the float text functions (floats.go) and the WASI functions the Go runtime needs (no filesystem beyond the
 // preopen probe and stdio, no sockets, no path_open).
 var allowedImports = map[string]bool{
-	abi.ImportModule + "." + abi.ImportLog: true,
-	wasiModule + ".sched_yield":            true,
-	wasiModule + ".proc_exit":              true,
-	wasiModule + ".args_get":               true,
-	wasiModule + ".args_sizes_get":         true,
-	wasiModule + ".clock_time_get":         true,
-	wasiModule + ".environ_get":            true,
-	wasiModule + ".environ_sizes_get":      true,
-	wasiModule + ".fd_write":               true,
-	wasiModule + ".random_get":             true,
-	wasiModule + ".poll_oneoff":            true,
-	wasiModule + ".fd_close":               true,
-	wasiModule + ".fd_fdstat_get":          true,
-	wasiModule + ".fd_fdstat_set_flags":    true,
-	wasiModule + ".fd_prestat_get":         true,
-	wasiModule + ".fd_prestat_dir_name":    true,
+	abi.ImportModule + "." + abi.ImportLog:       true,
+	abi.ImportModule + "." + abi.ImportF32Format: true,
+	abi.ImportModule + "." + abi.ImportF32Parse:  true,
+	wasiModule + ".sched_yield":                  true,
+	wasiModule + ".proc_exit":                    true,
+	wasiModule + ".args_get":                     true,
+	wasiModule + ".args_sizes_get":               true,
+	wasiModule + ".clock_time_get":               true,
+	wasiModule + ".environ_get":                  true,
+	wasiModule + ".environ_sizes_get":            true,
+	wasiModule + ".fd_write":                     true,
+	wasiModule + ".random_get":                   true,
+	wasiModule + ".poll_oneoff":                  true,
+	wasiModule + ".fd_close":                     true,
+	wasiModule + ".fd_fdstat_get":                true,
+	wasiModule + ".fd_fdstat_set_flags":          true,
+	wasiModule + ".fd_prestat_get":               true,
+	wasiModule + ".fd_prestat_dir_name":          true,
 }
 
 type signature struct{ params, results []api.ValueType }
@@ -151,12 +153,12 @@ func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error
 		r.Close(ctx)
 		return nil, fmt.Errorf("pluginhost: instantiate wasi: %w", err)
 	}
-	_, err := r.NewHostModuleBuilder(abi.ImportModule).
+	b := r.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(h.hostLog), []api.ValueType{i32, i32, i32}, nil).
 		WithParameterNames("level", "ptr", "len").
-		Export(abi.ImportLog).
-		Instantiate(ctx)
+		Export(abi.ImportLog)
+	_, err := ExportFloatFuncs(b).Instantiate(ctx)
 	if err != nil {
 		r.Close(ctx)
 		return nil, fmt.Errorf("pluginhost: instantiate %s: %w", abi.ImportModule, err)

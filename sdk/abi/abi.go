@@ -26,6 +26,22 @@
 // other import before instantiating.
 //
 //	mr_v2.log(level i32, ptr i32, len i32)   one log line (slog level numbers)
+//	mr_v2.f32_format(style i32, src i32, n i32, dst i32, dst_cap i32) -> i64
+//	                                  (2.6) the n little-endian float32s at src as a
+//	                                  JSON array of numbers (f32json.Append, style
+//	                                  f32json.Style) into dst; returns the array's
+//	                                  length, complete only when <= dst_cap
+//	mr_v2.f32_parse(src i32, len i32, dst i32, dst_cap i32) -> i64
+//	                                  (2.6) the JSON array of numbers at src
+//	                                  (f32json.Scan) as little-endian float32s into
+//	                                  dst; returns the count, stored only up to
+//	                                  dst_cap, or -(code | index<<8) for an error
+//	                                  (f32json.ErrResult)
+//
+// Both float functions check their regions against the guest's memory
+// (f32json.CodeMemory when outside it or overlapping); the SDK calls them
+// (sdk.AppendFloat32s, sdk.ParseFloat32s) so that decimal vectors do not
+// pay Go's strconv inside WebAssembly.
 //
 // # Changes from v1
 //
@@ -172,9 +188,13 @@ import (
 //     served: they run the chat ops; the host keeps the state
 //     (previous_response_id, conversation) and splices the stored
 //     history into the request body's input before request_decode.
+//   - 2.6: the host provides mr_v2.f32_format and mr_v2.f32_parse (float32
+//     vectors as JSON numbers, formatted and parsed natively; see the module
+//     contract above). A plugin that imports them needs a 2.6 host: an
+//     older one refuses the import at load, naming it.
 const (
 	VersionMajor = 2
-	VersionMinor = 5
+	VersionMinor = 6
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -182,6 +202,8 @@ const (
 const (
 	ImportModule     = "mr_v2"
 	ImportLog        = "log"
+	ImportF32Format  = "f32_format" // 2.6
+	ImportF32Parse   = "f32_parse"  // 2.6
 	ExportInitialize = "_initialize"
 	ExportABIVersion = "mr_abi_version"
 	ExportBuf        = "mr_buf"

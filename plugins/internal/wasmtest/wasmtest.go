@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
@@ -46,14 +47,14 @@ func Load(t testing.TB, name string, log func(level int32, msg []byte)) *Module 
 	rt := wazero.NewRuntime(ctx)
 	t.Cleanup(func() { rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
+	if _, err := pluginhost.ExportFloatFuncs(rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
 			if log == nil {
 				return
 			}
 			b, _ := m.Memory().Read(ptr, n)
 			log(int32(level), b)
-		}).Export(abi.ImportLog).Instantiate(ctx); err != nil {
+		}).Export(abi.ImportLog)).Instantiate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))

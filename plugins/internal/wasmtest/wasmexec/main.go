@@ -1,5 +1,5 @@
 // Command wasmexec runs a GOOS=wasip1 test binary in wazero with the
-// plugin ABI's host import (mr_v2.log) provided, so a plugin package's
+// plugin ABI's host imports (mr_v2.log and the float functions) provided, so a plugin package's
 // tests and benchmarks can run inside WebAssembly, where plugins run:
 //
 //	go build -o /tmp/wasmexec ./plugins/internal/wasmtest/wasmexec
@@ -24,6 +24,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
@@ -45,11 +46,11 @@ func main() {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
+	if _, err := pluginhost.ExportFloatFuncs(rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
 		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
 			b, _ := m.Memory().Read(ptr, n)
 			fmt.Fprintf(os.Stderr, "plugin log %d: %s\n", int32(level), b)
-		}).Export(abi.ImportLog).Instantiate(ctx); err != nil {
+		}).Export(abi.ImportLog)).Instantiate(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
