@@ -143,6 +143,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.body, ex.bodyHeld = ex.body[:0], 0
 	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
 	ex.sreq.Exclude = ex.sreq.Exclude[:0]
+	ex.sreq.Needs = sched.Needs{}
 	ex.sreq.Decision = nil
 	if s.recordDecisions {
 		ex.decision.Record = true

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -18,7 +19,12 @@ type route struct {
 	dialect string         // the translator's format ("openai", ...)
 	spec    *jsonscan.Spec // the routing fields' paths (nil: none declared)
 	ndjson  bool           // the route streams NDJSON, not SSE
+	marks   needMarks      // which of spec's markers show which need
 }
+
+// needMarks are the bits of jsonscan.Result.Marks, for a route's spec,
+// that show each need its Routing declares.
+type needMarks struct{ vision, tools, structured uint16 }
 
 // pathRoutes are the routes of one path, by method.
 type pathRoutes struct {
@@ -94,7 +100,7 @@ func (ix *routeIndex) add(p *pluginhost.Plugin, m sdk.Manifest) {
 		rt := route{plugin: p, part: m.Name, r: r, kind: r.EndpointKind(), dialect: m.Format,
 			ndjson: r.StreamContentType == "application/x-ndjson"}
 		if r.Routing != nil {
-			rt.spec = routingSpec(r.Routing)
+			rt.spec, rt.marks = routingSpec(r.Routing)
 		}
 		pr.routes = append(pr.routes, rt)
 		if pr.allow != "" {
@@ -112,7 +118,10 @@ const (
 	fieldMaxTokens // and following: the max-tokens alternatives
 )
 
-func routingSpec(r *sdk.Routing) *jsonscan.Spec {
+// routingSpec compiles a route's routing paths and its markers of needs.
+// Markers that do not compile are left out (the plugin still refuses what
+// the chosen backend cannot serve), keeping the routing fields.
+func routingSpec(r *sdk.Routing) (*jsonscan.Spec, needMarks) {
 	paths := []string{r.Model, r.Stream, r.IncludeUsage}
 	paths = append(paths, r.MaxTokens...)
 	for i, p := range paths {
@@ -120,11 +129,22 @@ func routingSpec(r *sdk.Routing) *jsonscan.Spec {
 			paths[i] = "\x00unused" + string(rune('a'+i)) // keeps indexes stable; no client key path has it
 		}
 	}
+	markers := slices.Concat(r.Vision, r.Tools, r.Structured)
+	var m needMarks
+	bits := func(from, n int) uint16 { return uint16((1<<n - 1) << from) }
+	m.vision = bits(0, len(r.Vision))
+	m.tools = bits(len(r.Vision), len(r.Tools))
+	m.structured = bits(len(r.Vision)+len(r.Tools), len(r.Structured))
+	if len(markers) > 0 {
+		if spec, err := jsonscan.NewSpecMarkers(paths, markers); err == nil {
+			return spec, m
+		}
+	}
 	spec, err := jsonscan.NewSpec(paths...)
 	if err != nil {
-		return nil
+		return nil, needMarks{}
 	}
-	return spec
+	return spec, needMarks{}
 }
 
 // lookup finds the route for method and path. found is false for an unknown

@@ -406,6 +406,7 @@ func (admit) stage() outcome.Stage { return outcome.StageAdmit }
 func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	r := &ex.sreq
 	r.Model, r.User, r.Group, r.Weight = ex.req.Model, ex.principal.User, ex.principal.Group, ex.principal.Weight
+	r.Needs = ex.needs()
 	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens // a rough byte-based estimate until token counting lands
 	ex.watch.start()                                // a client that leaves while queued frees its place
 	l, err := a.a.Admit(ex.ctx, r)
@@ -422,6 +423,25 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	ex.lease, ex.backend = l, l.Backend()
 	ex.out.Backend = ex.backend.Name
 	return nil
+}
+
+// needs is what the request needs from its model: by the route's kind,
+// and from the markers the pre-check's scan found in the body (on the
+// decoded path too: the scan saw the same body the translator decodes;
+// a Responses body with its stored history spliced in).
+func (ex *exchange) needs() sched.Needs {
+	var n sched.Needs
+	switch ex.route.kind {
+	case sdk.EndpointChat, sdk.EndpointResponses:
+		n.Generate = true
+	case sdk.EndpointEmbedding:
+		n.Embed = true
+	}
+	if ex.route.spec != nil {
+		m, marks := ex.scan.Marks, &ex.route.marks
+		n.Vision, n.Tools, n.Structured = m&marks.vision != 0, m&marks.tools != 0, m&marks.structured != 0
+	}
+	return n
 }
 
 // modelBody runs a body stage only for a one-model route.

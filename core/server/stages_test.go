@@ -528,7 +528,7 @@ func chatRoute(routing *sdk.Routing) *route {
 	rt := &route{r: sdk.Route{Name: "chat", Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/chat/completions", Routing: routing},
 		kind: sdk.EndpointChat, dialect: "openai"}
 	if routing != nil {
-		rt.spec = routingSpec(routing)
+		rt.spec, rt.marks = routingSpec(routing)
 	}
 	return rt
 }
@@ -594,7 +594,7 @@ func TestPrecheck(t *testing.T) {
 // routingSpec keeps each routing field at its fixed index, empty paths
 // included.
 func TestRoutingSpec(t *testing.T) {
-	spec := routingSpec(&sdk.Routing{Model: "model", MaxTokens: []string{"max_tokens", "options.num_predict"}})
+	spec, _ := routingSpec(&sdk.Routing{Model: "model", MaxTokens: []string{"max_tokens", "options.num_predict"}})
 	if spec == nil {
 		t.Fatal("no spec")
 	}
@@ -602,7 +602,7 @@ func TestRoutingSpec(t *testing.T) {
 		spec.Index("options.num_predict") != fieldMaxTokens+1 {
 		t.Fatalf("spec len %d, indexes %d %d %d", spec.Len(), spec.Index("model"), spec.Index("max_tokens"), spec.Index("options.num_predict"))
 	}
-	if spec := routingSpec(&sdk.Routing{Model: "a.b.c.d.e"}); spec != nil {
+	if spec, _ := routingSpec(&sdk.Routing{Model: "a.b.c.d.e"}); spec != nil {
 		t.Fatal("a path of 5 keys compiled")
 	}
 }
