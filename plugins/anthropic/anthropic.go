@@ -30,7 +30,9 @@ const (
 // Manifest describes the plugin to the host.
 func Manifest() sdk.Manifest {
 	// Anthropic has no stream_options: usage is always in the stream.
-	routing := &sdk.Routing{Model: "model", Stream: "stream", MaxTokens: []string{"max_tokens"}}
+	// Images are blocks of type "image", in messages and tool results.
+	routing := &sdk.Routing{Model: "model", Stream: "stream", MaxTokens: []string{"max_tokens"},
+		Vision: []string{"*.type=image"}, Tools: []string{"tools"}, Structured: []string{"output_config.format"}}
 	return sdk.Manifest{
 		Name:    "anthropic",
 		Version: "0.1.0",

@@ -31,8 +31,11 @@ const (
 
 // Manifest describes the plugin to the host.
 func Manifest() sdk.Manifest {
+	// Images are a message's (chat) or the request's (generate) "images";
+	// "format" is "json" or a JSON schema.
 	routing := &sdk.Routing{Model: "model", Stream: "stream", StreamByDflt: true,
-		MaxTokens: []string{"options.num_predict"}}
+		MaxTokens: []string{"options.num_predict"},
+		Vision:    []string{"*.images"}, Tools: []string{"tools"}, Structured: []string{"format"}}
 	one := &sdk.Routing{Model: "model"}
 	return sdk.Manifest{
 		Name:    "ollama-api",

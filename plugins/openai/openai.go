@@ -36,6 +36,9 @@ func Manifest() sdk.Manifest {
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
 					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
+					// What the request needs from its model (ABI 2.6).
+					Vision: []string{"*.type=image_url"}, Tools: []string{"tools"},
+					Structured: []string{"response_format.type=json_object", "response_format.type=json_schema"},
 				}},
 			{Name: RouteCompletions, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/completions",
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{

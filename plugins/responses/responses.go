@@ -46,6 +46,9 @@ func Manifest() sdk.Manifest {
 			{Name: RouteResponses, Kind: sdk.EndpointResponses, Method: "POST", Path: "/v1/responses",
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
 					Model: "model", Stream: "stream", MaxTokens: []string{"max_output_tokens"},
+					// Tools are function tools (the decoder refuses others).
+					Vision: []string{"*.type=input_image"}, Tools: []string{"tools"},
+					Structured: []string{"text.format.type=json_object", "text.format.type=json_schema"},
 				}},
 			{Name: RouteInputTokens, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/responses/input_tokens",
 				Routing: &sdk.Routing{Model: "model"}},
