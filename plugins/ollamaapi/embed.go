@@ -1,9 +1,6 @@
 package ollamaapi
 
 import (
-	"math"
-	"strconv"
-
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -155,30 +152,8 @@ func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingR
 	return nil
 }
 
-// appendVector writes float32s in their shortest form; non-finite values,
-// which JSON cannot carry, become 0.
-func appendVector(b []byte, v []float32) []byte {
-	b = append(b, '[')
-	for i, f := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		x := float64(f)
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			b = append(b, '0')
-			continue
-		}
-		fm := byte('f')
-		if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21) {
-			fm = 'e'
-		}
-		b = strconv.AppendFloat(b, x, fm, -1, 32)
-		if fm == 'e' { // e-07 to e-7, as encoding/json writes it
-			if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-				b[n-2] = b[n-1]
-				b = b[:n-1]
-			}
-		}
-	}
-	return append(b, ']')
-}
+// appendVector writes float32s as encoding/json does (Ollama's own
+// server is Go): shortest form, exponent outside [1e-6, 1e21);
+// non-finite values, which JSON cannot carry, become 0. The host formats
+// them when this runs as .wasm (sdk.AppendFloat32s).
+func appendVector(b []byte, v []float32) []byte { return sdk.AppendFloat32s(b, v, sdk.FloatJS) }

@@ -161,7 +161,10 @@ func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingR
 			b = appendBase64Floats(append(b, '"'), vec)
 			b = append(b, '"')
 		} else {
-			b = appendFloats(b, vec)
+			// The shortest decimal that reads back as the same float32
+			// (strconv 'g'); a non-finite value, which JSON cannot
+			// express, as 0. In the host when this runs as .wasm.
+			b = sdk.AppendFloat32s(b, vec, sdk.FloatG)
 		}
 		b = append(b, '}')
 	}
@@ -185,23 +188,6 @@ func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingR
 	b = jsonw.Int(b, int64(total))
 	out.Body = append(b, "}}"...)
 	return nil
-}
-
-// appendFloats writes vec as a JSON array, each element the shortest
-// decimal that reads back as the same float32; a non-finite one, which
-// JSON cannot express, as 0.
-func appendFloats(b []byte, vec []float32) []byte {
-	b = append(b, '[')
-	for i, f := range vec {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			f = 0
-		}
-		b = strconv.AppendFloat(b, float64(f), 'g', -1, 32)
-	}
-	return append(b, ']')
 }
 
 // appendBase64Floats writes the standard base64 of vec's little-endian

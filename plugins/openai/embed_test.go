@@ -147,7 +147,7 @@ func TestEmbedBase64MatchesStdlib(t *testing.T) {
 func TestEmbedFloatsRoundTrip(t *testing.T) {
 	vec := []float32{0, 1, -1, 1e-7, math.SmallestNonzeroFloat32, math.MaxFloat32, 0.1, float32(math.Inf(1)), float32(math.NaN())}
 	var got []float64
-	if err := json.Unmarshal(appendFloats(nil, vec), &got); err != nil {
+	if err := json.Unmarshal(sdk.AppendFloat32s(nil, vec, sdk.FloatG), &got); err != nil {
 		t.Fatal(err)
 	}
 	for i, f := range vec {

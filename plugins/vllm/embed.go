@@ -121,14 +121,13 @@ func vector(v *fastjson.Value) ([]float32, error) {
 		}
 		return out, nil
 	case fastjson.TypeArray:
+		// The numbers' text as it came, parsed whole (by the host when
+		// this runs as .wasm): not a JSON number, such as NaN, or one
+		// beyond float32's range is an error naming the element.
 		arr, _ := v.Array()
-		out := make([]float32, len(arr))
-		for i, x := range arr {
-			f, err := x.Float64()
-			if err != nil {
-				return nil, sdk.BadInput("element " + strconv.Itoa(i) + " is not a number")
-			}
-			out[i] = float32(f)
+		out, err := sdk.ParseFloat32s(make([]float32, 0, len(arr)), v.MarshalTo(nil))
+		if err != nil {
+			return nil, sdk.BadInput(err.Error())
 		}
 		return out, nil
 	}
