@@ -25,7 +25,11 @@ var (
 	errUnknown   = fmt.Errorf("%w: unknown key", auth.ErrBadKey)
 	errRevoked   = fmt.Errorf("%w: key revoked", auth.ErrBadKey)
 	errExpired   = fmt.Errorf("%w: key expired", auth.ErrBadKey)
-	errInactive  = fmt.Errorf("%w: user inactive", auth.ErrBadKey)
+	// errPrefixThrottled: too many wrong keys with this key's prefix
+	// lately (prefixGate); not cached, so the right key works once the
+	// window ends.
+	errPrefixThrottled = fmt.Errorf("%w: unknown key", auth.ErrBadKey)
+	errInactive        = fmt.Errorf("%w: user inactive", auth.ErrBadKey)
 )
 
 const (
@@ -101,6 +105,8 @@ type Authenticator struct {
 	pending []string // invalidations whose PUBLISH failed, retried by Run
 
 	badHashes sync.Map // key IDs whose unusable Argon2 string was logged
+	gate      prefixGate
+	argonRuns atomic.Int64 // Argon2id verifications run (tests)
 }
 
 var _ auth.Authenticator = (*Authenticator)(nil)
@@ -254,6 +260,7 @@ func (a *Authenticator) imported(ctx context.Context, key string, h *[32]byte) (
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Credential{}, fmt.Errorf("accounts: look up imported keys: %w", err)
 	}
+	prefix := key[:PrefixLen]
 	var input []byte
 	for i := range creds[:min(len(creds), maxCandidates)] {
 		c := &creds[i]
@@ -270,6 +277,9 @@ func (a *Authenticator) imported(ctx context.Context, key string, h *[32]byte) (
 			continue
 		}
 		if input == nil {
+			if a.gate.blocked(prefix, a.mono(a.now())) {
+				return store.Credential{}, errPrefixThrottled
+			}
 			input = hexSum(h)
 		}
 		select {
@@ -279,9 +289,13 @@ func (a *Authenticator) imported(ctx context.Context, key string, h *[32]byte) (
 		}
 		ok := p.verify(input)
 		<-a.argons
+		a.argonRuns.Add(1)
 		if ok {
 			return *c, nil
 		}
+	}
+	if input != nil {
+		a.gate.fail(prefix, a.mono(a.now()))
 	}
 	return store.Credential{}, store.ErrNotFound
 }

@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -373,5 +374,57 @@ func TestAuthenticate_StoreDown(t *testing.T) {
 	other, _, _, _ := NewKey()
 	if _, err := a.Authenticate(ctx, []byte(other)); err == nil || errors.Is(err, auth.ErrBadKey) {
 		t.Fatalf("an unseen key with the store down: %v, want the store's error", err)
+	}
+}
+
+// TestAuthenticate_PrefixGate: wrong keys sharing an imported key's
+// prefix run Argon2id at most maxPrefixFailures times per window; the
+// right key, once cached, keeps working through it, and an uncached
+// right key works again when the window ends.
+func TestAuthenticate_PrefixGate(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	a := New(Options{Store: f.st, Now: clk.Now})
+	ctx := context.Background()
+	key, _, _, _ := NewKey()
+	k := store.APIKey{UserID: f.user.ID, Name: "imported", Prefix: key[:PrefixLen], Argon2: cheapPHC(t, key), Scopes: "inference"}
+	if err := f.st.CreateKey(ctx, &k); err != nil {
+		t.Fatal(err)
+	}
+	other, _, _, _ := NewKey() // a second imported key, its own prefix
+	k2 := store.APIKey{UserID: f.user.ID, Name: "imported too", Prefix: other[:PrefixLen], Argon2: cheapPHC(t, other), Scopes: "inference"}
+	if err := f.st.CreateKey(ctx, &k2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	before := a.argonRuns.Load()
+	for i := range 3 * maxPrefixFailures {
+		forged := key[:PrefixLen] + fmt.Sprintf("%0*d", len(key)-PrefixLen, i)
+		if _, err := a.Authenticate(ctx, []byte(forged)); !errors.Is(err, auth.ErrBadKey) {
+			t.Fatalf("wrong key %d: %v, want a bad key", i, err)
+		}
+	}
+	if n := a.argonRuns.Load() - before; n != maxPrefixFailures {
+		t.Fatalf("%d wrong keys with one prefix ran Argon2id %d times, want %d", 3*maxPrefixFailures, n, maxPrefixFailures)
+	}
+	// The cached right key is unaffected; another prefix is unaffected.
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatalf("the right key during the block: %v", err)
+	}
+	if _, err := a.Authenticate(ctx, []byte(other)); err != nil {
+		t.Fatalf("another imported key during the block: %v", err)
+	}
+	// Uncached (after its entry aged out), the right key waits for the
+	// window; the refusal is not cached as "unknown".
+	clk.Add(defaultCacheTTL / 2)
+	a.cache = newCache()
+	if _, err := a.Authenticate(ctx, []byte(key)); !errors.Is(err, auth.ErrBadKey) {
+		t.Fatalf("uncached right key during the block: %v, want refused", err)
+	}
+	clk.Add(prefixWindow)
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatalf("the right key after the window: %v", err)
 	}
 }

@@ -11,6 +11,9 @@
 // SHA-256) are found by their 12-character prefix and verified with
 // Argon2id, at most two at a time. Either way a verified key is cached by
 // its SHA-256, so Argon2id runs once per cache period, not per request.
+// Wrong keys sharing an imported key's prefix run Argon2id at most eight
+// times a minute per prefix (argonlimit.go): a key's owner knows its
+// prefix and must not be able to keep the CPU busy with wrong tails.
 // Anything not starting with "mr2_", shorter than 20 or longer than 256
 // bytes is refused without a lookup.
 //
