@@ -95,8 +95,9 @@ func (fl *Fleet) housekeep(ctx context.Context, now time.Time, t *loopTimes) {
 }
 
 // onMessage handles a notice from the channel: "f|replica|backend" (a
-// slot was freed while someone bid) or "w|replica|backend" (a replica
-// waits for a slot).
+// slot is free while someone bids: another replica's notice makes a
+// bidder claim again; its own says only that it lost to a lower bid) or
+// "w|replica|backend" (a replica waits for a slot).
 func (fl *Fleet) onMessage(p string) {
 	kind, rest, ok := strings.Cut(p, "|")
 	if !ok {
@@ -122,7 +123,7 @@ func (fl *Fleet) onMessage(p string) {
 			fl.markLocked(s)
 		}
 	case "f":
-		if s.bidding {
+		if s.bidding && from != fl.replica {
 			fl.markLocked(s)
 		}
 	}

@@ -27,8 +27,12 @@ import "github.com/redis/go-redis/v9"
 // a key strictly lower than the caller's: a freed slot goes to the lowest
 // bid fleet-wide. A caller granted less than it wants leaves its bid (with
 // an expiry: a dead replica's bid lapses) and publishes its demand, so
-// replicas keeping idle slots give them back; offered slots it does not
-// keep are announced as freed when someone bids.
+// replicas keeping idle slots give them back. Whenever slots stay free
+// after the grant while others bid (offered ones it did not keep, or ones
+// it was not granted because a lower bid waits), they are announced as
+// freed: a slot set aside for a better bidder must wake it, or it stays
+// idle until that bidder's next safety tick (with 2 ms requests that
+// wait handed its share to the replica claiming most often).
 var claimScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -40,8 +44,8 @@ local nOffer = tonumber(ARGV[11])
 for i = 1, nOffer do redis.call('ZREM', KEYS[1], ARGV[11 + i]) end
 local want = tonumber(ARGV[5])
 local n = 0
+local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
 if want > 0 then
-  local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
   local better = redis.call('ZCOUNT', KEYS[2], '-inf', '(' .. ARGV[6])
   n = math.min(want, free - better)
   if n < 0 then n = 0 end
@@ -55,7 +59,7 @@ if n < want then
 else
   redis.call('ZREM', KEYS[3], ARGV[4])
 end
-if nOffer > n and others > 0 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
+if free > n and others > 0 then redis.call('PUBLISH', ARGV[8], ARGV[9]) end
 return {n, others}
 `)
 

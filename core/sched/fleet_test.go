@@ -227,8 +227,15 @@ func bidCount(t testing.TB, c *redis.Client) int64 {
 }
 
 // Users of weights 3:1 whose requests go through different replicas get
-// 3:1 of a saturated backend, within ±5 %.
+// 3:1 of a saturated backend, within ±5 %: with 10 ms requests, and with
+// 2 ms ones, as short as a slot's handover between replicas.
 func TestFleet_WeightedSharesAcrossReplicas(t *testing.T) {
+	for _, d := range []time.Duration{10 * time.Millisecond, 2 * time.Millisecond} {
+		t.Run(fmt.Sprint("req=", d), func(t *testing.T) { fleetShares(t, d) })
+	}
+}
+
+func fleetShares(t *testing.T, dur time.Duration) {
 	rd := testsvc.StartRedis(t)
 	const capacity, clients, warmup, total = 4, 8, 100, 700
 	mk := func(name string) *replica {
@@ -250,7 +257,7 @@ func TestFleet_WeightedSharesAcrossReplicas(t *testing.T) {
 			if err != nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(dur)
 			mu.Lock()
 			n++
 			if n > warmup && n <= total {
@@ -263,14 +270,18 @@ func TestFleet_WeightedSharesAcrossReplicas(t *testing.T) {
 			l.Release()
 		}
 	}
+	start := time.Now()
 	for range clients {
 		wg.Add(2)
 		go run(r1, "heavy3", 3)
 		go run(r2, "light1", 1)
 	}
 	wg.Wait()
+	el := time.Since(start)
 	share := float64(counts["heavy3"]) / float64(counts["heavy3"]+counts["light1"])
-	t.Logf("weight 3 got %d, weight 1 got %d: share %.3f (want 0.75 ± 0.05)", counts["heavy3"], counts["light1"], share)
+	s1, s2 := r1.fl.Stats(), r2.fl.Stats()
+	t.Logf("weight 3 got %d, weight 1 got %d: share %.3f (want 0.75 ± 0.05); %d requests in %v, claims %d+%d, returned %d+%d",
+		counts["heavy3"], counts["light1"], share, total, el.Round(time.Millisecond), s1.Claims, s2.Claims, s1.Returned, s2.Returned)
 	if share < 0.70 || share > 0.80 {
 		t.Fatalf("weight-3 user's share %.3f, want 0.75 ± 0.05", share)
 	}
