@@ -7,14 +7,17 @@ import (
 	"time"
 )
 
-// codecVersion is the first byte of every encoded event; a spool written
-// by a later format is refused rather than misread. An event with blobs
-// is written as codecBlobs: version 1's fields, then the blobs (count,
-// then hash, media type and bytes of each as strings); one without stays
-// byte for byte version 1, which every release reads.
+// The first byte of every encoded event is its format; a spool written
+// by a later format is refused rather than misread. Earlier releases
+// wrote codecVersion (no blobs) and codecBlobs (version 1's fields, then
+// the blobs: count, then hash, media type and bytes of each as strings);
+// this one writes codecTimings: version 1's fields, the fairness delay
+// and stream plugin time, then the blob count (0 when none) and blobs.
+// All three are read, so a spool left by an earlier release replays.
 const (
 	codecVersion = 1
 	codecBlobs   = 2
+	codecTimings = 3
 )
 
 // appendEvent appends e's binary form to b: the version, then every
@@ -22,11 +25,7 @@ const (
 // uvarints, time as varint Unix microseconds, bools as a byte, the float
 // as 8 bytes).
 func appendEvent(b []byte, e *Event) []byte {
-	if len(e.Blobs) > 0 {
-		b = append(b, codecBlobs)
-	} else {
-		b = append(b, codecVersion)
-	}
+	b = append(b, codecTimings)
 	b = appendStr(b, e.RequestID)
 	b = binary.AppendVarint(b, e.Time.UnixMicro())
 	b = appendStr(b, e.Replica)
@@ -59,13 +58,13 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendBool(b, e.ContentTruncated)
 	b = appendStr(b, e.Decision)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.EnergyJ))
-	if len(e.Blobs) > 0 {
-		b = binary.AppendUvarint(b, uint64(len(e.Blobs)))
-		for i := range e.Blobs {
-			b = appendStr(b, e.Blobs[i].SHA256)
-			b = appendStr(b, e.Blobs[i].MediaType)
-			b = appendStr(b, e.Blobs[i].Data)
-		}
+	b = binary.AppendUvarint(b, uint64(e.FairnessDelayUs))
+	b = binary.AppendUvarint(b, uint64(e.StreamPluginUs))
+	b = binary.AppendUvarint(b, uint64(len(e.Blobs)))
+	for i := range e.Blobs {
+		b = appendStr(b, e.Blobs[i].SHA256)
+		b = appendStr(b, e.Blobs[i].MediaType)
+		b = appendStr(b, e.Blobs[i].Data)
 	}
 	return b
 }
@@ -94,7 +93,7 @@ type decoder struct {
 
 // decodeEvent fills e from p (one record's payload).
 func decodeEvent(p []byte, e *Event) error {
-	if len(p) == 0 || p[0] != codecVersion && p[0] != codecBlobs {
+	if len(p) == 0 || p[0] < codecVersion || p[0] > codecTimings {
 		return errCorrupt
 	}
 	d := decoder{s: string(p), off: 1}
@@ -127,12 +126,21 @@ func decodeEvent(p []byte, e *Event) error {
 	}
 	d.off += 8
 	e.EnergyJ = math.Float64frombits(u)
-	e.Blobs = nil
-	if p[0] == codecBlobs {
-		n := d.uvarint()
-		if d.err != nil || n == 0 || n > uint64(len(d.s)-d.off) {
+	e.FairnessDelayUs, e.StreamPluginUs, e.Blobs = 0, 0, nil
+	var n uint64
+	switch p[0] {
+	case codecBlobs:
+		if n = d.uvarint(); n == 0 {
 			return errCorrupt
 		}
+	case codecTimings:
+		e.FairnessDelayUs, e.StreamPluginUs = d.u32(), d.u32()
+		n = d.uvarint()
+	}
+	if d.err != nil || n > uint64(len(d.s)-d.off) {
+		return errCorrupt
+	}
+	if n > 0 {
 		e.Blobs = make([]Blob, n)
 		for i := range e.Blobs {
 			e.Blobs[i] = Blob{SHA256: d.str(), MediaType: d.str(), Data: d.str()}

@@ -62,6 +62,11 @@ type Event struct {
 	BackendUs uint32
 	RespondUs uint32
 	TTFTUs    uint32
+	// FairnessDelayUs is the part of QueueUs the fair-share order cost
+	// (0 when no decision was recorded); StreamPluginUs the part of
+	// RespondUs a stream's plugin calls took.
+	FairnessDelayUs uint32
+	StreamPluginUs  uint32
 
 	Chunks   uint32
 	BytesIn  uint64
@@ -97,6 +102,7 @@ var Columns = []string{
 	"status", "error_code", "error", "finish_reason", "client_gone",
 	"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "tokens_estimated",
 	"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us",
+	"fairness_delay_us", "stream_plugin_us",
 	"chunks", "bytes_in", "bytes_out",
 	"request_body", "response_body", "content_truncated",
 	"decision", "energy_j",

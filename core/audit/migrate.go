@@ -76,7 +76,7 @@ func MigrateClickHouse(ctx context.Context, conn driver.Conn, database string) e
 			return fmt.Errorf("audit: read migration %s: %w", name, err)
 		}
 		for _, stmt := range statements(string(b), database, dt64) {
-			if err := conn.Exec(ctx, stmt); err != nil {
+			if err := execDDL(ctx, conn, database, stmt); err != nil {
 				return fmt.Errorf("audit: migration %s: %w", name, err)
 			}
 		}
@@ -87,6 +87,39 @@ func MigrateClickHouse(ctx context.Context, conn driver.Conn, database string) e
 		}
 	}
 	return nil
+}
+
+// addColumn matches a migration's ALTER TABLE … ADD COLUMN IF NOT
+// EXISTS: table, then column.
+var addColumn = regexp.MustCompile(`^ALTER TABLE [A-Za-z0-9_]+\.([A-Za-z0-9_]+) ADD COLUMN IF NOT EXISTS ([A-Za-z0-9_]+) `)
+
+// execDDL runs one migration statement. ClickHouse before 19.x (Debian's
+// 18.16) has no ADD COLUMN IF NOT EXISTS, so such a statement runs
+// without it when system.columns lacks the column, and a failure is one
+// only if the column is still missing then (another gateway may have
+// added it in between).
+func execDDL(ctx context.Context, conn driver.Conn, database, stmt string) error {
+	m := addColumn.FindStringSubmatch(stmt)
+	if m == nil {
+		return conn.Exec(ctx, stmt)
+	}
+	has := func() (bool, error) {
+		var n uint64
+		err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+			database, m[1], m[2]).Scan(&n)
+		return n > 0, err
+	}
+	if ok, err := has(); err != nil || ok {
+		return err
+	}
+	err := conn.Exec(ctx, strings.Replace(stmt, " ADD COLUMN IF NOT EXISTS ", " ADD COLUMN ", 1))
+	if err == nil {
+		return nil
+	}
+	if ok, herr := has(); herr == nil && ok {
+		return nil
+	}
+	return err
 }
 
 // statements splits a migration file into its statements (ending in ';'

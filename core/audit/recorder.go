@@ -331,6 +331,7 @@ func fillEvent(e *Event, o *outcome.Outcome, replica string) {
 	e.CheckUs, e.DecodeUs, e.QueueUs = us(s[outcome.StageCheck]), us(s[outcome.StageDecode]), us(s[outcome.StageAdmit])
 	e.EncodeUs, e.BackendUs, e.RespondUs = us(s[outcome.StageEncode]), us(s[outcome.StageBackend]), us(s[outcome.StageRespond])
 	e.TTFTUs, e.Chunks = us(o.TTFT), u32(int64(o.Chunks))
+	e.FairnessDelayUs, e.StreamPluginUs = us(o.FairnessDelay), us(o.StreamPlugin)
 	e.BytesIn, e.BytesOut = uint64(max(o.BytesIn, 0)), uint64(max(o.BytesOut, 0))
 }
 

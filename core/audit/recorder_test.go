@@ -503,6 +503,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	e.RequestBody, e.ResponseBody, e.Decision, e.EnergyJ, e.ContentTruncated = "req\x00body", "résumé", "{}", 12.5, true
 	e.Time = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	e.UserID = -3
+	e.FairnessDelayUs, e.StreamPluginUs = 1500, 70
 	b := appendEvent(nil, &e)
 	var got Event
 	if err := decodeEvent(b, &got); err != nil {

@@ -182,6 +182,10 @@ func field(e *Event, col string) any {
 		return &e.RespondUs
 	case "ttft_us":
 		return &e.TTFTUs
+	case "fairness_delay_us":
+		return &e.FairnessDelayUs
+	case "stream_plugin_us":
+		return &e.StreamPluginUs
 	case "chunks":
 		return &e.Chunks
 	case "bytes_in":

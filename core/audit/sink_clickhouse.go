@@ -277,7 +277,8 @@ var (
 		"kind", "model", "backend", "node", "gpus", "error_code", "error", "finish_reason", "request_body", "response_body", "decision"}
 	u8Cols  = [...]string{"stream", "attempts", "client_gone", "tokens_estimated", "content_truncated"}
 	u32Cols = [...]string{"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
-		"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us", "chunks"}
+		"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us",
+		"fairness_delay_us", "stream_plugin_us", "chunks"}
 )
 
 func (c *chColumns) fill(evs []Event) {
@@ -302,7 +303,8 @@ func (c *chColumns) fill(evs []Event) {
 			c.u8[j] = append(c.u8[j], v)
 		}
 		for j, v := range [...]uint32{e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedTokens,
-			e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs, e.Chunks} {
+			e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs,
+			e.FairnessDelayUs, e.StreamPluginUs, e.Chunks} {
 			c.u32[j] = append(c.u32[j], v)
 		}
 		c.u64[0], c.u64[1] = append(c.u64[0], e.BytesIn), append(c.u64[1], e.BytesOut)

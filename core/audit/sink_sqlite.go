@@ -23,6 +23,7 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS requests (
  status INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL, finish_reason TEXT NOT NULL, client_gone INTEGER NOT NULL,
  prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, tokens_estimated INTEGER NOT NULL,
  total_us INTEGER NOT NULL, auth_us INTEGER NOT NULL, limit_us INTEGER NOT NULL, read_us INTEGER NOT NULL, check_us INTEGER NOT NULL, decode_us INTEGER NOT NULL, queue_us INTEGER NOT NULL, encode_us INTEGER NOT NULL, backend_us INTEGER NOT NULL, respond_us INTEGER NOT NULL, ttft_us INTEGER NOT NULL,
+ fairness_delay_us INTEGER NOT NULL DEFAULT 0, stream_plugin_us INTEGER NOT NULL DEFAULT 0,
  chunks INTEGER NOT NULL, bytes_in INTEGER NOT NULL, bytes_out INTEGER NOT NULL,
  request_body TEXT NOT NULL, response_body TEXT NOT NULL, content_truncated INTEGER NOT NULL,
  decision TEXT NOT NULL, energy_j REAL NOT NULL);
@@ -51,23 +52,94 @@ func OpenEmbedded(path string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: create the embedded sink's table in %s: %w", path, err)
 	}
+	if err := migrateSQLite(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: migrate the embedded sink in %s: %w", path, err)
+	}
 	return db, nil
 }
 
-type sqliteSink struct {
-	db     *sql.DB
-	owned  bool
-	insert string
-	args   []any
+// sqliteAdded are the columns added to requests after its first release
+// (ClickHouse's schema/0003_timings.sql), with their definitions: a file
+// written by an earlier release gets them, its rows reading 0.
+var sqliteAdded = [...][2]string{
+	{"fairness_delay_us", "INTEGER NOT NULL DEFAULT 0"},
+	{"stream_plugin_us", "INTEGER NOT NULL DEFAULT 0"},
 }
+
+// migrateSQLite adds the columns of sqliteAdded that requests lacks
+// (SQLite has no ADD COLUMN IF NOT EXISTS); the write lock of the
+// immediate transaction keeps two gateways from adding one twice.
+func migrateSQLite(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(`SELECT name FROM pragma_table_info('requests')`)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range sqliteAdded {
+		if !have[c[0]] {
+			if _, err := tx.Exec(`ALTER TABLE requests ADD COLUMN ` + c[0] + ` ` + c[1]); err != nil {
+				return fmt.Errorf("add column %s: %w", c[0], err)
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+type sqliteSink struct {
+	db    *sql.DB
+	owned bool
+	cols  string                     // the quoted column list
+	stmts [len(sqliteRows)]*sql.Stmt // inserts of sqliteRows[i] rows, prepared once
+	args  []any
+}
+
+// sqliteRows are the row counts of the multi-row inserts a batch is cut
+// into, largest first: one statement step per up to 64 rows instead of
+// one per row (the per-statement overhead of the driver and of SQLite's
+// VM was most of a row's cost), 49 × 64 parameters being well under
+// SQLite's limit of 32766; the smaller ones take a batch's remainder in
+// at most 9 more statements.
+var sqliteRows = [...]int{64, 16, 4, 1}
 
 func newSQLiteSink(db *sql.DB, owned bool) *sqliteSink {
 	quoted := make([]string, len(Columns))
 	for i, c := range Columns {
 		quoted[i] = `"` + c + `"`
 	}
-	return &sqliteSink{db: db, owned: owned, args: make([]any, len(Columns)),
-		insert: "INSERT OR IGNORE INTO requests (" + strings.Join(quoted, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(Columns)-1) + ")"}
+	return &sqliteSink{db: db, owned: owned, cols: strings.Join(quoted, ", ")}
+}
+
+// stmt is the prepared insert of sqliteRows[i] rows.
+func (s *sqliteSink) stmt(ctx context.Context, i int) (*sql.Stmt, error) {
+	if st := s.stmts[i]; st != nil {
+		return st, nil
+	}
+	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
+	q := "INSERT OR IGNORE INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1)
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
+	}
+	s.stmts[i] = st
+	return st, nil
 }
 
 // write stores evs in one transaction; the primary key skips ids already
@@ -78,36 +150,51 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 		return fmt.Errorf("audit: embedded sink: begin: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := tx.PrepareContext(ctx, s.insert)
-	if err != nil {
-		return fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
-	}
-	defer st.Close()
 	if err := s.writeBlobs(ctx, tx, evs); err != nil {
 		return err
 	}
-	for i := range evs {
-		e := &evs[i]
-		a := s.args
-		a[0], a[1], a[2] = e.RequestID, e.Time.UTC().Format(sqliteTimeLayout), e.Replica
-		a[3], a[4], a[5], a[6], a[7], a[8] = e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent
-		a[9], a[10], a[11], a[12], a[13] = e.Dialect, e.Route, e.Kind, e.Model, e.Stream
-		a[14], a[15], a[16], a[17] = e.Backend, e.Node, e.GPUs, int64(e.Attempts)
-		a[18], a[19], a[20], a[21], a[22] = int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone
-		a[23], a[24], a[25], a[26], a[27] = int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated
-		for j, v := range [...]uint32{e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs, e.Chunks} {
-			a[28+j] = int64(v)
+	for k := 0; k < len(evs); {
+		i := 0
+		for sqliteRows[i] > len(evs)-k {
+			i++
 		}
-		a[40], a[41] = int64(e.BytesIn), int64(e.BytesOut)
-		a[42], a[43], a[44], a[45], a[46] = e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ)
-		if _, err := st.ExecContext(ctx, a...); err != nil {
+		n := sqliteRows[i]
+		st, err := s.stmt(ctx, i)
+		if err != nil {
+			return err
+		}
+		a := s.args[:0]
+		for j := range evs[k : k+n] {
+			a = appendSQLiteRow(a, &evs[k+j])
+		}
+		s.args = a
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, a...)
+		clear(a) // drop the strings
+		if err != nil {
 			return fmt.Errorf("audit: embedded sink: insert: %w", err)
 		}
+		k += n
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("audit: embedded sink: commit: %w", err)
 	}
 	return nil
+}
+
+// appendSQLiteRow appends e's column values, in Columns order.
+func appendSQLiteRow(a []any, e *Event) []any {
+	a = append(a, e.RequestID, e.Time.UTC().Format(sqliteTimeLayout), e.Replica,
+		e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent,
+		e.Dialect, e.Route, e.Kind, e.Model, e.Stream,
+		e.Backend, e.Node, e.GPUs, int64(e.Attempts),
+		int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone,
+		int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated)
+	for _, v := range [...]uint32{e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs,
+		e.FairnessDelayUs, e.StreamPluginUs, e.Chunks} {
+		a = append(a, int64(v))
+	}
+	return append(a, int64(e.BytesIn), int64(e.BytesOut),
+		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ))
 }
 
 // writeBlobs stores evs' blobs in tx; a hash already there is skipped.
@@ -126,6 +213,11 @@ func (s *sqliteSink) writeBlobs(ctx context.Context, tx *sql.Tx, evs []Event) er
 }
 
 func (s *sqliteSink) close() error {
+	for _, st := range s.stmts {
+		if st != nil {
+			st.Close()
+		}
+	}
 	if s.owned {
 		return s.db.Close()
 	}

@@ -75,6 +75,13 @@ type Outcome struct {
 	BytesOut int64         // response body or stream bytes
 	Chunks   int           // stream writes
 	TTFT     time.Duration // a stream's first byte to the client after Start (0: none)
+	// FairnessDelay is the part of StageAdmit the fair-share order cost
+	// the request (the scheduler's decision's fairness wait; 0 when no
+	// decision was recorded). StreamPlugin is the time a stream's plugin
+	// calls took (adapter decode, translator encode), a part of
+	// StageRespond: the rest of it is framing and client writes.
+	FairnessDelay time.Duration
+	StreamPlugin  time.Duration
 
 	// Request and Response are the client's request body and the
 	// response sent (for a stream, its first bytes), as far as the server
