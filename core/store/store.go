@@ -192,7 +192,7 @@ type Store interface {
 
 	CreateUser(ctx context.Context, u *User) error
 	User(ctx context.Context, id int64) (User, error)
-	UserByName(ctx context.Context, username string) (User, error)
+	UserByName(ctx context.Context, username string) (User, error) // ignoring ASCII case, as usernames are unique
 	Users(ctx context.Context, f UserFilter) (users []User, total int, err error)
 	UpdateUser(ctx context.Context, u *User) error
 	DeleteUser(ctx context.Context, id int64) error // deletes the user's keys and usage too

@@ -42,10 +42,15 @@ func (s *Store) User(ctx context.Context, id int64) (store.User, error) {
 	return u, fail(err, fmt.Sprintf("user %d", id))
 }
 
-// UserByName reads a user by username (exact, case-sensitive).
+// UserByName reads a user by username, ignoring ASCII case (MySQL also
+// folds other letters): usernames are unique that way (migration 0003).
 func (s *Store) UserByName(ctx context.Context, username string) (store.User, error) {
+	q := "SELECT " + userCols + " FROM users u WHERE u.username = ?"
+	if s.dialect == SQLite {
+		q += " COLLATE NOCASE"
+	}
 	var u store.User
-	err := s.db.QueryRowContext(ctx, "SELECT "+userCols+" FROM users u WHERE u.username = ?", username).Scan(userDest(&u)...)
+	err := s.db.QueryRowContext(ctx, q, username).Scan(userDest(&u)...)
 	return u, fail(err, fmt.Sprintf("user %q", username))
 }
 

@@ -148,11 +148,16 @@ func testUsers(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	_, err = s.User(c, 999999)
 	wantErr(t, err, store.ErrNotFound, "User of a missing ID")
-	_, err = s.UserByName(c, "PLAIN")
-	wantErr(t, err, store.ErrNotFound, "UserByName is exact")
+	got, err = s.UserByName(c, "PLAIN")
+	must(t, err, "UserByName ignores case")
+	diff(t, "UserByName in capitals", got, plain)
+	_, err = s.UserByName(c, "plai")
+	wantErr(t, err, store.ErrNotFound, "UserByName of a prefix")
 
 	dup := store.User{Username: "plain", GroupID: g.ID}
 	wantErr(t, s.CreateUser(c, &dup), store.ErrConflict, "CreateUser with a taken username")
+	dup = store.User{Username: "Plain", GroupID: g.ID}
+	wantErr(t, s.CreateUser(c, &dup), store.ErrConflict, "CreateUser with a taken username in other case")
 	orphan := store.User{Username: "orphan", GroupID: 999999}
 	wantErr(t, s.CreateUser(c, &orphan), store.ErrConflict, "CreateUser in a missing group")
 
