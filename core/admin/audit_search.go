@@ -228,6 +228,9 @@ type stagesUs struct {
 	Respond uint32 `json:"respond"`
 	TTFT    uint32 `json:"ttft"`
 	Total   uint32 `json:"total"`
+	// Parts of queue and respond: the fair-share order's delay, a stream's plugin calls.
+	FairnessDelay uint32 `json:"fairness_delay"`
+	StreamPlugin  uint32 `json:"stream_plugin"`
 }
 
 // auditEvent is GET /audit/{request_id}: the row plus the content and the
@@ -257,6 +260,7 @@ func viewAuditRow(e *audit.Event) auditRow {
 		StagesUs: stagesUs{
 			Auth: e.AuthUs, Limit: e.LimitUs, Read: e.ReadUs, Check: e.CheckUs, Decode: e.DecodeUs, Queue: e.QueueUs,
 			Encode: e.EncodeUs, Backend: e.BackendUs, Respond: e.RespondUs, TTFT: e.TTFTUs, Total: e.TotalUs,
+			FairnessDelay: e.FairnessDelayUs, StreamPlugin: e.StreamPluginUs,
 		},
 		Chunks: e.Chunks, BytesIn: e.BytesIn, BytesOut: e.BytesOut, EnergyJ: e.EnergyJ,
 	}

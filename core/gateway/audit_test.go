@@ -31,6 +31,12 @@ type auditRecord struct {
 	RequestBody      string          `json:"request_body"`
 	ResponseBody     string          `json:"response_body"`
 	Decision         json.RawMessage `json:"decision"`
+	StagesUs         struct {
+		Queue         uint32 `json:"queue"`
+		Respond       uint32 `json:"respond"`
+		FairnessDelay uint32 `json:"fairness_delay"`
+		StreamPlugin  uint32 `json:"stream_plugin"`
+	} `json:"stages_us"`
 }
 
 // waitAudit polls the admin API until the request's record is there
@@ -97,6 +103,9 @@ func TestAudit_EndToEnd(t *testing.T) {
 			if err := json.Unmarshal(rec.Decision, &d); err != nil || d.Chosen != "gpu1-vllm" || len(d.Candidates) == 0 {
 				t.Errorf("decision %s: %v", rec.Decision, err)
 			}
+			if st := rec.StagesUs; st.StreamPlugin != 0 || st.FairnessDelay > st.Queue {
+				t.Errorf("not a stream: stages %+v (stream plugin time 0, fairness delay within the queue's)", st)
+			}
 
 			p := chatParams(ollamaModel, "Stream me")
 			s := c.Chat.Completions.NewStreaming(ctx, p)
@@ -108,6 +117,10 @@ func TestAudit_EndToEnd(t *testing.T) {
 			rec = waitAudit(t, e.base, hdr.Get("X-Request-ID"), time.Now())
 			if !rec.Stream || rec.Backend != "gpu2-ollama" || rec.TTFTMs <= 0 || !strings.Contains(rec.ResponseBody, "data: ") {
 				t.Errorf("stream record: %+v", rec)
+			}
+			// The stream's plugin calls are timed apart, as a part of respond.
+			if st := rec.StagesUs; st.StreamPlugin == 0 || st.StreamPlugin > st.Respond || st.FairnessDelay > st.Queue {
+				t.Errorf("stream stages %+v: want 0 < stream_plugin <= respond, fairness_delay <= queue", st)
 			}
 			// Search by user finds both.
 			var res struct {

@@ -182,9 +182,13 @@ func (ex *exchange) step(w io.Writer, end bool) bool {
 	if end {
 		flags |= abi.FlagEnd
 	}
+	// The plugin calls' time is summed into StreamPlugin (a part of the
+	// respond stage): two clock reads per batch, none per event.
+	t0 := time.Now()
 	if ex.fused {
 		// One call: the module decodes and encodes, keeping both states.
 		out, err := ex.calls.FusedStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
+		ex.out.StreamPlugin += time.Since(t0)
 		if err != nil {
 			ex.streamFail(w, pluginFailure(err))
 			return false
@@ -198,7 +202,11 @@ func (ex *exchange) step(w io.Writer, end bool) bool {
 		ex.out.BytesOut += int64(len(out))
 		return ex.write(w, out)
 	}
-	if err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, flags, &ex.astate, ex.list, &ex.dec); err != nil {
+	err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, flags, &ex.astate, ex.list, &ex.dec)
+	if err != nil || len(ex.dec.Canonical) == 0 && !end {
+		ex.out.StreamPlugin += time.Since(t0)
+	}
+	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
@@ -215,6 +223,7 @@ func (ex *exchange) step(w io.Writer, end bool) bool {
 		flags |= abi.FlagEnd
 	}
 	out, err := ex.calls.EncodeStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
+	ex.out.StreamPlugin += time.Since(t0) // the decode and the encode: noteDecoded between them is cheap
 	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
@@ -296,7 +305,10 @@ func (ex *exchange) streamFail(w io.Writer, err error) {
 	if ex.fused {
 		state = sdk.FusedTranslatorState(ex.astate)
 	}
-	if perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, state, ex.buf, &out); perr == nil && len(out.Body) > 0 {
+	t0 := time.Now()
+	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, state, ex.buf, &out)
+	ex.out.StreamPlugin += time.Since(t0)
+	if perr == nil && len(out.Body) > 0 {
 		ex.write(w, out.Body)
 		return
 	}
