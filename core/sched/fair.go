@@ -108,6 +108,7 @@ type Fair struct {
 	rank     []*backend.Backend // Rank's scratch for admissions
 	rank2    []*backend.Backend // Rank's scratch for dispatch checks
 	scratch  Decision           // the Decision Rank fills when not recording
+	aside    []*flow            // markPassedLocked's scratch
 	onGrant  func(w *waiter)    // the simulation hears of each grant
 }
 
@@ -292,6 +293,10 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 						b.Release() // no fleet slot held here: the request queues and the fleet claims
 						continue
 					}
+					if d.Record {
+						d.FleetSlot = f.fleet.source()
+						d.FleetKey = f.fleet.key(req.User, weightOf(req))
+					}
 					f.fleet.charge(req.User, f.costOf(req))
 				}
 				fl.idleSince = f.clock.Now() // active: no burst credit accrues
@@ -352,7 +357,7 @@ func (f *Fair) queue(model string) *modelQueue {
 func (q *modelQueue) flow(user string) *flow {
 	fl := q.flows[user]
 	if fl == nil {
-		fl = &flow{user: user, mq: q, weight: 1, idx: -1}
+		fl = &flow{user: user, mq: q, weight: 1, idx: -1, pidx: -1}
 		q.flows[user] = fl
 	}
 	return fl
@@ -383,6 +388,7 @@ func (f *Fair) enqueueLocked(w *waiter, req *Request, fl *flow) {
 		fl.r0 = mq.round
 		fl.waitFrom = now
 		fl.fifo.push(w)
+		f.headArrivesLocked(fl)
 		f.setKey(fl)
 		mq.pushFlow(fl)
 		mq.since.push(fl)
@@ -448,6 +454,7 @@ func (f *Fair) leaveLocked(w *waiter) {
 func (f *Fair) unlinkLocked(w *waiter) {
 	fl := w.flow
 	mq := fl.mq
+	f.headLeavesLocked(fl, w)
 	fl.fifo.remove(w)
 	mq.n--
 	f.nwaiting--
@@ -457,6 +464,7 @@ func (f *Fair) unlinkLocked(w *waiter) {
 		mq.since.remove(fl)
 		fl.idleSince = f.clock.Now()
 	} else {
+		f.headArrivesLocked(fl)
 		f.setKey(fl)
 		mq.fix(fl.idx)
 	}
@@ -479,6 +487,9 @@ func (f *Fair) dispatchLocked(b *backend.Backend) {
 		}
 		if f.fleet != nil && !f.fleet.take(b) {
 			b.Release()
+			if w.fleetFrom.IsZero() {
+				w.fleetFrom = f.clock.Now()
+			}
 			f.fleet.want(b) // the fleet claims a slot and dispatches again
 			return
 		}
@@ -586,15 +597,23 @@ func (f *Fair) grantLocked(w *waiter, b *backend.Backend, promoted bool) {
 	}
 	f.unlinkLocked(w)
 	req := w.req
-	if f.record && req.Decision != nil {
-		d := req.Decision
-		d.Record = true
-		d.Reset()
-		f.placer.Rank(f.rank2[:0], req, f.reg.Backends(), d)
-		d.Chosen = b.Name
-		d.Deficit, d.Weight = before, fl.weight
-		d.QueueWait = now.Sub(w.enq).Microseconds()
-		d.Position = w.pos
+	if f.record {
+		f.markPassedLocked(w, b, now)
+		if d := req.Decision; d != nil {
+			d.Record = true
+			d.Reset()
+			f.placer.Rank(f.rank2[:0], req, f.reg.Backends(), d)
+			d.Chosen = b.Name
+			d.Deficit, d.Weight = before, fl.weight
+			d.QueueWait = now.Sub(w.enq).Microseconds()
+			d.Position = w.pos
+			if !w.passed.IsZero() {
+				d.FairnessWait = now.Sub(w.passed).Microseconds()
+			}
+			if f.fleet != nil {
+				f.recordFleet(d, w, now)
+			}
+		}
 	}
 	if f.fleet != nil {
 		f.fleet.charge(req.User, w.cost)

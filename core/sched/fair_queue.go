@@ -18,6 +18,9 @@ type modelQueue struct {
 	since  flist
 	n      int // waiters
 	active int // index in Fair.active; -1 when no one waits
+	// unpassed: the flows whose head has not been passed over yet, by the
+	// head's arrival (a heap; kept only while recording, for FairnessWait).
+	unpassed []*flow
 }
 
 // flow is one user's state and waiting requests for one model. While it
@@ -42,6 +45,7 @@ type flow struct {
 	keyServed uint64
 	keySeq    uint64
 	idx       int // in mq.heap
+	pidx      int // in mq.unpassed; -1 when not there
 }
 
 func (fl *flow) deficit(quantum float64) float64 {
@@ -60,6 +64,8 @@ type waiter struct {
 	cost       float64
 	pos        int
 	granted    *backend.Backend
+	passed     time.Time     // first passed over (while recording); zero: never
+	fleetFrom  time.Time     // first next in line without an idle fleet slot; zero: never
 	ch         chan struct{} // buffered 1: the grant's wake-up
 	prev, next *waiter       // in flow.fifo
 }

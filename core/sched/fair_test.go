@@ -406,14 +406,22 @@ func BenchmarkFair_FastPath(b *testing.B) {
 
 // One op: a release hands the slot to the best of 10,000 queued requests
 // (1,000 users), and a new request joins the queue.
+// With record, decisions are recorded (FairnessWait's bookkeeping runs).
 func BenchmarkFair_EnqueueDispatch(b *testing.B) {
-	for _, users := range []int{1, 1000, 10000} {
-		b.Run(fmt.Sprintf("queued=10000/users=%d", users), func(b *testing.B) {
-			s := newSim(b, FairOptions{}, 1)
+	for _, bc := range []struct {
+		users  int
+		record bool
+	}{{1, false}, {1000, false}, {10000, false}, {1000, true}, {10000, true}} {
+		users := bc.users
+		b.Run(fmt.Sprintf("queued=10000/users=%d/record=%v", users, bc.record), func(b *testing.B) {
+			s := newSim(b, FairOptions{Record: bc.record}, 1)
 			rng := rand.New(rand.NewPCG(1, 1))
 			reqs := make([]*Request, 10001)
 			for i := range reqs {
 				reqs[i] = &Request{Model: "m", User: fmt.Sprint("u", i%users), Weight: float64(1 + i%3), EstTokens: 100 + rng.IntN(2000)}
+				if bc.record {
+					reqs[i].Decision = &Decision{Candidates: make([]Candidate, 0, 1)}
+				}
 			}
 			f := s.f
 			var granted *waiter
@@ -439,5 +447,67 @@ func BenchmarkFair_EnqueueDispatch(b *testing.B) {
 				held, reqs[0] = &next.lease, next
 			}
 		})
+	}
+}
+
+// FairnessWait counts from the moment a request is passed over: a light
+// request that arrived first waits while a heavier-weighted later one
+// takes the freed slot (its cost needs more rounds of credit), and from
+// then on its wait is fairness; a plain FIFO wait for capacity is none.
+func TestFair_FairnessWait(t *testing.T) {
+	reg, _ := registry(t, 1)
+	c := &simClock{now: time.Unix(1e9, 0)}
+	f := NewFair(FairOptions{Registry: reg, Record: true, BurstCredit: -1, Clock: c})
+	submit := func(user string, weight float64, est int) *Request {
+		t.Helper()
+		r := &Request{Model: "m", User: user, Weight: weight, EstTokens: est, Decision: &Decision{}}
+		f.mu.Lock()
+		_, _, err := f.try(r)
+		f.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	step := func() { c.now = c.now.Add(time.Second) }
+	wait := func(r *Request) (queue, fairness time.Duration) {
+		t.Helper()
+		if !r.lease.held.Load() {
+			t.Fatalf("%s's request not granted", r.User)
+		}
+		return time.Duration(r.Decision.QueueWait) * time.Microsecond, time.Duration(r.Decision.FairnessWait) * time.Microsecond
+	}
+
+	x := submit("x", 1, 1000) // holds the slot
+	step()
+	light := submit("light", 1, 3000) // eligible in 3 rounds
+	step()
+	heavy := submit("heavy", 3, 1000) // eligible in 1: goes first
+	step()
+	x.lease.Release() // heavy takes the slot: light is passed over now
+	if q, fw := wait(heavy); q != time.Second || fw != 0 {
+		t.Fatalf("heavy: queue %v fairness %v, want 1s and 0", q, fw)
+	}
+	step()
+	step()
+	heavy.lease.Release()
+	if q, fw := wait(light); q != 4*time.Second || fw != 2*time.Second {
+		t.Fatalf("light: queue %v fairness %v, want 4s and 2s (passed over 2s before its grant)", q, fw)
+	}
+
+	// One user queueing behind its own requests: capacity, not fairness.
+	step()
+	u1 := submit("u", 1, 1000)
+	light.lease.Release() // u1 granted (nobody else waits)
+	u2 := submit("u", 1, 1000)
+	u3 := submit("u", 1, 1000)
+	for i, r := range []*Request{u1, u2, u3} {
+		step()
+		if i > 0 {
+			if q, fw := wait(r); q != time.Duration(i)*time.Second || fw != 0 {
+				t.Fatalf("FIFO request %d: queue %v fairness %v, want %ds and 0", i+1, q, fw, i)
+			}
+		}
+		r.lease.Release()
 	}
 }

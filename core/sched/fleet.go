@@ -217,6 +217,15 @@ func (fl *Fleet) take(b *backend.Backend) bool {
 	return false
 }
 
+// source is where a slot take just gave came from, for Decision.FleetSlot:
+// a held slot, or the replica's share while Redis is down.
+func (fl *Fleet) source() string {
+	if fl.down.Load() {
+		return FleetSlotShare
+	}
+	return FleetSlotHeld
+}
+
 // put is Fair's return of a slot taken with take (Fair's mutex held; no
 // I/O). The slot stays for local requests unless another replica bids
 // for b: then the loop decides who has the better claim.

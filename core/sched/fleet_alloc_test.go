@@ -4,6 +4,7 @@ package sched
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,11 +13,22 @@ import (
 
 // With the fleet on, a request that finds an idle slot its replica holds
 // takes it without a Redis round trip and without allocating.
+// So does it while recording decisions (the fleet's fields included).
 func TestFleet_HeldSlotDoesNotAllocate(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	r := startReplica(t, "A", 4, FleetOptions{Redis: redisClient(t, rd.Addr), Grace: time.Minute}, FairOptions{})
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprint("record=", record), func(t *testing.T) { heldSlotAllocs(t, rd.Addr, record) })
+	}
+}
+
+func heldSlotAllocs(t *testing.T, addr string, record bool) {
+	r := startReplica(t, "A", 4, FleetOptions{Redis: redisClient(t, addr), Grace: time.Minute,
+		Prefix: fmt.Sprintf("alloc%v:", record)}, FairOptions{Record: record})
 	ctx := context.Background()
 	req := &Request{Model: "m", User: "u"}
+	if record {
+		req.Decision = &Decision{Candidates: make([]Candidate, 0, 4)}
+	}
 	admit := func() {
 		l, err := r.f.Admit(ctx, req)
 		if err != nil {
@@ -30,5 +42,8 @@ func TestFleet_HeldSlotDoesNotAllocate(t *testing.T) {
 	}
 	if st := r.fl.Stats(); st.Claims != 1 {
 		t.Fatalf("%d claims, want 1: the held slot should have served every request", st.Claims)
+	}
+	if record && req.Decision.FleetSlot != FleetSlotHeld {
+		t.Fatalf("decision %+v, want a held fleet slot", req.Decision)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -295,8 +296,8 @@ func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
 	fo := func() FleetOptions {
 		return FleetOptions{Redis: redisClient(t, rd.Addr), SlotLease: 3 * time.Second, Grace: 50 * time.Millisecond}
 	}
-	r1 := startReplica(t, "r1", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond})
-	r2 := startReplica(t, "r2", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond})
+	r1 := startReplica(t, "r1", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond, Record: true})
+	r2 := startReplica(t, "r2", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond, Record: true})
 	ctx := context.Background()
 	// Both replicas have beaten their heartbeat once (they count each other).
 	for _, r := range []*replica{r1, r2} {
@@ -320,9 +321,12 @@ func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
 	var held []*Request
 	for _, r := range []*replica{r1, r2} {
 		for range 2 {
-			req := &Request{Model: "m", User: "u"}
+			req := &Request{Model: "m", User: "u", Decision: &Decision{}}
 			if _, err := r.f.Admit(ctx, req); err != nil {
 				t.Fatalf("within the share while redis is down: %v", err)
+			}
+			if req.Decision.FleetSlot != FleetSlotShare {
+				t.Fatalf("decision while redis is down: fleet slot %q, want %q", req.Decision.FleetSlot, FleetSlotShare)
 			}
 			held = append(held, req)
 		}
@@ -451,5 +455,33 @@ func TestFleet_NoStarvationAcrossReplicas(t *testing.T) {
 	t.Logf("served after %v (starvation bound 300ms)", waited)
 	if waited < 300*time.Millisecond {
 		t.Fatalf("served after %v, before the starvation bound: its key should have lost to the flood's", waited)
+	}
+}
+
+// With the fleet on, a recorded decision says where the slot came from:
+// a request that had to wait for a claim ("claimed", with the time it
+// waited for it), then one that found the idle slot its replica kept
+// ("held", no wait), with the user's fleet-wide key before its cost.
+func TestFleet_RecordsDecision(t *testing.T) {
+	rd := testsvc.StartRedis(t)
+	r := startReplica(t, "A", 1, FleetOptions{Redis: redisClient(t, rd.Addr), Grace: time.Minute}, FairOptions{Record: true, MaxWait: 10 * time.Second})
+	ctx := context.Background()
+	admit := func() *Decision {
+		t.Helper()
+		req := &Request{Model: "m", User: "u", EstTokens: 500, Decision: &Decision{}}
+		l, err := r.f.Admit(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		return req.Decision
+	}
+	d := admit()
+	if d.FleetSlot != FleetSlotClaimed || d.FleetWait <= 0 || d.FleetWait > d.QueueWait || d.FleetKey != 0 || d.Chosen != "a" {
+		t.Fatalf("first request: %+v, want claimed, 0 < fleet wait ≤ queue wait, key 0", d)
+	}
+	d = admit()
+	if d.FleetSlot != FleetSlotHeld || d.FleetWait != 0 || math.Abs(d.FleetKey-500) > 1 {
+		t.Fatalf("second request: %+v, want held, no fleet wait, key ≈ 500 (the first's cost)", d)
 	}
 }

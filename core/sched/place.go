@@ -42,7 +42,30 @@ type Decision struct {
 	Weight    float64 `json:"weight"`
 	QueueWait int64   `json:"queue_wait_us"`
 	Position  int     `json:"queue_position"` // requests ahead of it when it arrived
+	// FairnessWait is the part of QueueWait after the request was first
+	// passed over (see the package doc): the wait that fair sharing, not
+	// capacity, imposed on it. 0 when it never was.
+	FairnessWait int64 `json:"fairness_wait_us"`
+	// The fleet's part, when the Fair has a Fleet (empty or 0 otherwise).
+	// FleetSlot is where the slot came from: "held" (an idle slot this
+	// replica held), "claimed" (the request waited for a claim in Redis:
+	// its replica held no idle slot when it was next in line), or "share"
+	// (Redis was down: the replica's share of max_concurrent).
+	FleetSlot string `json:"fleet_slot,omitempty"`
+	// FleetWait is how long a "claimed" request waited from the first
+	// moment it was next in line for a slot its replica did not hold.
+	FleetWait int64 `json:"fleet_wait_us,omitempty"`
+	// FleetKey is the user's fleet-wide fair-share key (decayed service
+	// over weight, before this request's cost): what its replica bid.
+	FleetKey float64 `json:"fleet_key,omitempty"`
 }
+
+// Decision.FleetSlot values.
+const (
+	FleetSlotHeld    = "held"
+	FleetSlotClaimed = "claimed"
+	FleetSlotShare   = "share"
+)
 
 // Candidate is one backend considered for a request.
 type Candidate struct {
@@ -107,5 +130,19 @@ func (d *Decision) WriteJSON(w *jsonw.W) {
 	w.Int(d.QueueWait)
 	w.Key("queue_position")
 	w.Int(int64(d.Position))
+	w.Key("fairness_wait_us")
+	w.Int(d.FairnessWait)
+	if d.FleetSlot != "" {
+		w.Key("fleet_slot")
+		w.Str(d.FleetSlot)
+	}
+	if d.FleetWait != 0 {
+		w.Key("fleet_wait_us")
+		w.Int(d.FleetWait)
+	}
+	if d.FleetKey != 0 {
+		w.Key("fleet_key")
+		w.Float(d.FleetKey)
+	}
 	w.EndObj()
 }

@@ -15,7 +15,9 @@ func TestDecision_WriteJSON(t *testing.T) {
 	for _, d := range []Decision{
 		{},
 		{Candidates: []Candidate{{Backend: "a", Score: 0.75, Parts: map[string]float64{"loaded": 0.3, "latency": 0.05}},
-			{Backend: "b\"x", Failed: "model_missing"}}, Chosen: "a", Deficit: -12.5, Weight: 3, QueueWait: 1500, Position: 4},
+			{Backend: "b\"x", Failed: "model_missing"}}, Chosen: "a", Deficit: -12.5, Weight: 3, QueueWait: 1500, Position: 4, FairnessWait: 700},
+		{Chosen: "b", QueueWait: 2500, FairnessWait: 1000, FleetSlot: FleetSlotClaimed, FleetWait: 800, FleetKey: 1333.25},
+		{Chosen: "c", FleetSlot: FleetSlotHeld},
 	} {
 		want, err := json.Marshal(&d)
 		if err != nil {

@@ -47,8 +47,23 @@
 // When the server sets Request.Decision and the Admitter records
 // decisions (FairOptions.Record), Admit fills it with what it decided
 // (candidates as the Placer saw them, the backend chosen, the user's
-// deficit and weight, the queue wait and position) for the audit; the
-// server owns it and may reuse it (Decision.Reset keeps its storage).
+// deficit and weight, the queue wait and position, the fairness wait and,
+// with a Fleet, where the slot came from) for the audit; the server owns
+// it and may reuse it (Decision.Reset keeps its storage).
+//
+// Fairness wait. A waiting request is passed over when a slot that could
+// have served it (on a backend its Placer ranks for it) goes to a request
+// for the same model that arrived after it. Its FairnessWait is the part
+// of its queue wait after the first time that happened: the wait that
+// sharing imposed, as opposed to waiting for capacity (a request that
+// only ever waited behind earlier ones, its own user's included, has 0).
+// Only a user's oldest waiting request (its head) can be passed over: the
+// ones behind it wait for it first, and their fairness wait starts, if at
+// all, once they are the head. Grants to other models on a shared backend
+// and, with a Fleet, slots that went to other replicas do not count.
+// Bookkeeping runs only while recording: each head is marked once, and a
+// grant costs O(log n) in the heads waiting per head it marks
+// (fair_passed.go).
 //
 // # Admitters
 //

@@ -453,3 +453,83 @@ func TestSimQueueStats(t *testing.T) {
 		t.Fatalf("after the run: %v", q)
 	}
 }
+
+// FairnessWait's bookkeeping against brute force, over an hour of mixed
+// weights, sizes, starvation promotions and requests that leave: after
+// every grant, each waiting head that arrived before the granted request
+// is marked passed over, and the heap of unmarked heads holds exactly
+// the waiting flows whose head is unmarked, in heap order.
+func TestSimFairnessWaitBookkeeping(t *testing.T) {
+	s := newSim(t, FairOptions{Record: true, StarvationAfter: 5 * time.Second}, 2, 3)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var users []string
+	var weights []float64
+	for i := range 8 {
+		users = append(users, fmt.Sprintf("u%d", i))
+		weights = append(weights, float64(1+i%3))
+	}
+	grants, marked := 0, 0
+	onGrant := s.f.onGrant
+	s.f.onGrant = func(w *waiter) {
+		onGrant(w)
+		grants++
+		mq := w.flow.mq
+		inHeap := 0
+		for _, fl := range mq.heap {
+			h := fl.fifo.head
+			if h.seq < w.seq && h.passed.IsZero() {
+				t.Fatalf("grant %d: %s's head (seq %d) arrived before the grantee (seq %d) and is not marked", grants, fl.user, h.seq, w.seq)
+			}
+			if h.passed.IsZero() != (fl.pidx >= 0) {
+				t.Fatalf("grant %d: %s's head marked %v, in the unpassed heap %v", grants, fl.user, !h.passed.IsZero(), fl.pidx >= 0)
+			}
+			if !h.passed.IsZero() {
+				marked++
+			}
+			if fl.pidx >= 0 {
+				inHeap++
+			}
+		}
+		if inHeap != len(mq.unpassed) {
+			t.Fatalf("grant %d: %d flows in the unpassed heap, %d waiting flows unmarked", grants, len(mq.unpassed), inHeap)
+		}
+		for i, fl := range mq.unpassed {
+			if fl.pidx != i || (i > 0 && unpassedLess(fl, mq.unpassed[(i-1)/2])) {
+				t.Fatalf("grant %d: unpassed heap broken at %d", grants, i)
+			}
+		}
+	}
+	s.closedLoop(users, weights, 6, "m", func(int) int { return 200 + rng.IntN(3000) })
+	prev := s.done
+	s.done = func(j *simJob) {
+		prev(j)
+		if rng.IntN(8) != 0 {
+			return
+		}
+		// A random waiting request leaves (timeout, cancel) and its user
+		// sends another.
+		s.f.mu.Lock()
+		var w *waiter
+		for _, mq := range s.f.active {
+			fl := mq.heap[rng.IntN(len(mq.heap))]
+			if w = fl.fifo.head; rng.IntN(2) == 0 {
+				w = fl.fifo.tail
+			}
+		}
+		if w != nil {
+			s.f.leaveLocked(w)
+		}
+		s.f.mu.Unlock()
+		if w != nil {
+			delete(s.jobs, w.req)
+			u, weight := w.flow.user, w.flow.weight
+			s.submit(u, "m", weight, 200+rng.IntN(3000))
+		}
+	}
+	start := s.clock.now
+	s.run(start.Add(time.Hour))
+	if grants < 1000 || marked == 0 {
+		t.Fatalf("%d grants, %d marked heads seen: the scenario did not exercise the bookkeeping", grants, marked)
+	}
+	t.Logf("%d grants checked, %d marked heads seen", grants, marked)
+}
