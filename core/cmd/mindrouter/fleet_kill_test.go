@@ -21,9 +21,6 @@ import (
 // and the survivor is using all 4 slots again within the lease (plus the
 // claim loop's reaction time) after the kill.
 func TestFleetGatewaySIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two gateway processes")
-	}
 	const (
 		maxConc = 4
 		lease   = 2 * time.Second
