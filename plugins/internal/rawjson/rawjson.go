@@ -1,6 +1,8 @@
 // Package rawjson writes a parsed fastjson value back as compact JSON text,
 // for the adapters that carry a backend's JSON through as canonical raw
-// JSON (Ollama's tool-call arguments, vLLM's logprobs).
+// JSON (Ollama's tool-call arguments, vLLM's logprobs), and finds a
+// member in a body without parsing the rest (FindMember, for Ollama's
+// embedding vectors).
 package rawjson
 
 import (
