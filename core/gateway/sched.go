@@ -26,6 +26,10 @@ func newScheduler(cfg *config.Config, reg *backend.Registry, record bool, rdb *r
 	log *slog.Logger) (adm sched.Admitter, kick func(), fleet Component) {
 	fleet = &fleetComponent{}
 	if cfg.Scheduler.Policy == "least_loaded" {
+		if cfg.FleetOn() {
+			// The fleet's slot leases and bids are the fair policy's.
+			log.Warn("scheduler.policy least_loaded schedules each replica alone: a backend's max_concurrent holds per replica, not across the fleet (use policy fair, or scheduler.fleet: off to silence this)")
+		}
 		return sched.NewLeastLoaded(reg, cfg.Timeouts.QueueWait.D()), nil, fleet
 	}
 	o := sched.FairOptions{Registry: reg, Placer: score.New(scoreWeights(cfg.Scheduler.Weights)),
