@@ -165,8 +165,9 @@ func (a *Adapter) decodeEmbedSlow(body []byte, resp *canon.EmbeddingResponse) er
 		if x.Type() != fastjson.TypeArray {
 			return sdk.BadInput("embed response: embeddings[" + strconv.Itoa(i) + "] is not an array")
 		}
+		arr, _ := x.Array()
 		raw = x.MarshalTo(raw[:0])
-		vec, err := sdk.ParseFloat32s(nil, raw)
+		vec, err := sdk.ParseFloat32s(make([]float32, 0, len(arr)), raw)
 		if err != nil {
 			var e *f32json.Error
 			if errors.As(err, &e) && e.Code != f32json.CodeSyntax {

@@ -170,3 +170,35 @@ func TestEmbedResponseErrors(t *testing.T) {
 		}
 	}
 }
+
+// The fast path (vectors read straight from the body) and the general one
+// read every valid answer alike, whitespace and member order included.
+func TestEmbedResponseFastMatchesSlow(t *testing.T) {
+	a := New()
+	for _, body := range []string{
+		`{"model":"m","embeddings":[[0.1,-2e-7,3],[4.5]],"prompt_eval_count":3}`,
+		"{ \"embeddings\" : [ [ 1 , 2 ] ,\n\t[ ] , [3] ] , \"model\" : \"m\" }",
+		`{"prompt_eval_count":2,"model":"embeddings","embeddings":[]}`,
+		`{"total_duration":1,"load_duration":{"x":[1,"]"]},"embeddings":[[1e-45,-0,3.4028235e38]]}`,
+	} {
+		var fast, slow canon.EmbeddingResponse
+		if !a.decodeEmbedFast([]byte(body), &fast) {
+			t.Errorf("%s: fast path refused it", body)
+			continue
+		}
+		if err := a.decodeEmbedSlow([]byte(body), &slow); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%s: fast %+v, slow %+v", body, fast, slow)
+		}
+	}
+	// What the fast path cannot read goes to the general path: bad input
+	// with its message, never a different answer.
+	for _, body := range []string{`{"embeddings":[[1,NaN]]}`, `{"embeddings":[[1]] x`, `{"embe\u0064dings":[[1]]}`, `{"embeddings":[[1,[2]]]}`} {
+		var fast canon.EmbeddingResponse
+		if a.decodeEmbedFast([]byte(body), &fast) {
+			t.Errorf("%s: fast path accepted it: %+v", body, fast)
+		}
+	}
+}
