@@ -111,6 +111,22 @@ func buildGateway(t *testing.T) (bin, pluginsYAML string) {
 	return gwBuild.bin, gwBuild.yml
 }
 
+// serveFake starts a fakellm on a loopback port for the test's duration.
+func serveFake(t *testing.T, cfg fakellm.Config) (*fakellm.Server, string) {
+	t.Helper()
+	fake, err := fakellm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = fake.Serve(ln) }()
+	t.Cleanup(fake.Close)
+	return fake, ln.Addr().String()
+}
+
 // killEnv is one gateway configuration (a config file, its spool and
 // store in a temporary directory) that the test starts, kills and
 // restarts.
@@ -124,16 +140,7 @@ type killEnv struct {
 func newKillEnv(t *testing.T, ch *testsvc.ClickHouse) *killEnv {
 	t.Helper()
 	bin, pluginsYAML := buildGateway(t)
-	fake, err := fakellm.New(fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = fake.Serve(ln) }()
-	t.Cleanup(fake.Close)
+	_, fakeAddr := serveFake(t, fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12})
 	dir := t.TempDir()
 	e := &killEnv{t: t, bin: bin, config: filepath.Join(dir, "mindrouter.yaml"), spool: filepath.Join(dir, "spool")}
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
@@ -145,7 +152,7 @@ backends:
 audit:
   spool: spool
   clickhouse: {addr: [%q], database: %q}
-`, pluginsYAML, ln.Addr(), ch.Addr, ch.Database)
+`, pluginsYAML, fakeAddr, ch.Addr, ch.Database)
 	if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,17 +26,8 @@ func TestFleetGatewaySIGKILL(t *testing.T) {
 	)
 	rds := testsvc.StartRedis(t)
 	bin, pluginsYAML := buildGateway(t)
-	fake, err := fakellm.New(fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12,
+	fake, fakeAddr := serveFake(t, fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12,
 		TTFT: 15 * time.Millisecond, TPS: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = fake.Serve(ln) }()
-	t.Cleanup(fake.Close)
 
 	replica := func(name string) *childGW {
 		dir := filepath.Join(t.TempDir(), name)
@@ -53,7 +43,7 @@ redis: {addr: %q}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: %d}
 scheduler: {policy: fair, fleet: auto, slot_lease: %s}
-`, pluginsYAML, rds.Addr, ln.Addr(), maxConc, lease)
+`, pluginsYAML, rds.Addr, fakeAddr, maxConc, lease)
 		if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}
