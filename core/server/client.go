@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"net/netip"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -140,6 +141,7 @@ func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 		ex.decW.Reset()
 		ex.decision.WriteJSON(&ex.decW)
 		o.Decision = ex.decW.B // the observers copy it
+		o.FairnessDelay = time.Duration(ex.decision.FairnessWait) * time.Microsecond
 	}
 	keep := ex.s.keep
 	// The admin API's bodies are never kept: a new key is in one.
