@@ -21,7 +21,10 @@
 //     schema "structured_output" or "completion" (FailStructured). A model
 //     whose capabilities discovery does not report (vLLM's /v1/models
 //     says nothing about them) passes: the backend itself answers 400 if
-//     it cannot, which is what the client would get anyway;
+//     it cannot, which is what the client would get anyway. When every
+//     backend that could serve the model now fails only on capabilities,
+//     Unmet (sched.NeedsExplainer) names what is missing and the
+//     scheduler answers 400 model_capability instead of 503;
 //   - the model fits (FailMemory): a model not loaded, whose size
 //     discovery knows, must not be larger than the total memory of the
 //     backend's GPUs when the sidecar reports it. Total, not free: vLLM
