@@ -154,7 +154,7 @@ type agg struct {
 	n, completed, failed, estimated, measured, gone, r429, r4xx, r5xx float64
 	prompt, completion, reasoning, tokens, okTokens, measuredTokens   float64
 	joules                                                            float64
-	total, ttft, queue, overhead                                      []float64
+	total, ttft, queue, overhead, fairness                            []float64
 	sums                                                              [11]float64 // stage sums
 	users                                                             map[string]float64
 }
@@ -210,6 +210,7 @@ func group(evs []Event, key func(e *Event) string, filter func(e *Event) bool) m
 		a.tokens += tok
 		a.joules += e.EnergyJ
 		a.queue = append(a.queue, float64(e.QueueUs)/1000)
+		a.fairness = append(a.fairness, float64(e.FairnessDelayUs)/1000)
 		over := float64(int64(e.TotalUs) - int64(e.QueueUs) - int64(e.BackendUs))
 		a.overhead = append(a.overhead, over)
 		for j, v := range [...]uint32{e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs} {
@@ -297,6 +298,8 @@ func TestViewsAnswer(t *testing.T) {
 		want[k] = map[string]figure{
 			"requests": ex(a.n), "completed_tokens": ex(a.okTokens), "token_share": approx(a.okTokens / dayTokens[d]),
 			"queue_avg_ms": approx(a.sums[5] / a.n / 1000), "queue_p95_ms": quant(0.95, a.queue),
+			"fairness_delay_p50_ms": quant(0.5, a.fairness), "fairness_delay_p95_ms": quant(0.95, a.fairness),
+			"fairness_delay_p99_ms": quant(0.99, a.fairness),
 		}
 	}
 	expectRows(t, "fairness_daily", query(t, conn, "SELECT * FROM fairness_daily"), []string{"day", "group"}, want)

@@ -79,6 +79,10 @@ func genEvents(n int, seed uint64) []Event {
 		}
 		e.RespondUs = uint32(r.IntN(500))
 		e.TTFTUs = uint32(r.IntN(300_000))
+		e.FairnessDelayUs = uint32(r.IntN(int(e.QueueUs) + 1))
+		if e.Stream {
+			e.StreamPluginUs = uint32(r.IntN(int(e.RespondUs) + 1))
+		}
 		e.Chunks = uint32(r.IntN(200))
 		e.BytesIn = uint64(100 + r.IntN(10000))
 		e.BytesOut = uint64(r.IntN(100000))

@@ -104,7 +104,10 @@ FROM requests FINAL
 GROUP BY day, kind;
 
 -- Queue wait and fairness per day and group: the group's share of the
--- day's completed tokens and its wait for a backend slot. The share a
+-- day's completed tokens, its wait for a backend slot, and the part of
+-- that wait the fair-share order cost it (fairness_delay_us: waiting
+-- after a later request was served first; 0 in rows from before that
+-- column). The share a
 -- group is entitled to is its scheduler weight over the weights of the
 -- groups that wanted service at the time; weights live in the accounts
 -- database (queries.sql compares them through group_limits).
@@ -116,7 +119,10 @@ SELECT
     completed_tokens,
     completed_tokens / day_tokens AS token_share,
     queue_avg_ms,
-    queue_p95_ms
+    queue_p95_ms,
+    fairness_delay_p50_ms,
+    fairness_delay_p95_ms,
+    fairness_delay_p99_ms
 FROM
 (
     SELECT
@@ -125,7 +131,10 @@ FROM
         count() AS requests,
         sumIf(prompt_tokens + completion_tokens, status < 400) AS completed_tokens,
         avg(queue_us) / 1000 AS queue_avg_ms,
-        quantile(0.95)(queue_us / 1000) AS queue_p95_ms
+        quantile(0.95)(queue_us / 1000) AS queue_p95_ms,
+        quantile(0.5)(fairness_delay_us / 1000) AS fairness_delay_p50_ms,
+        quantile(0.95)(fairness_delay_us / 1000) AS fairness_delay_p95_ms,
+        quantile(0.99)(fairness_delay_us / 1000) AS fairness_delay_p99_ms
     FROM requests FINAL
     GROUP BY day, `group`
 )
