@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/ollama/ollama/api"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+)
+
+// headerTap is an http.RoundTripper for Ollama's api client (which does
+// not expose response headers): it sets the key and keeps the last
+// response's headers.
+type headerTap struct {
+	key  string
+	mu   sync.Mutex
+	last http.Header
+}
+
+func (h *headerTap) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+h.key)
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if res != nil {
+		h.mu.Lock()
+		h.last = res.Header.Clone()
+		h.mu.Unlock()
+	}
+	return res, err
+}
+
+func (h *headerTap) header() http.Header {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+func ollamaTapClient(t *testing.T, e *env, key string) (*api.Client, *headerTap) {
+	t.Helper()
+	u, err := url.Parse(e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &headerTap{key: key}
+	return api.NewClient(u, &http.Client{Transport: tap}), tap
+}
+
+// With Redis stopped and quota.redis_down "closed", a limited user's
+// request is refused at once with 503 quota_unavailable in the client's
+// dialect; with "open" it is admitted. Neither waits on Redis.
+func TestAccounts_RedisDownClosedOrOpen(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want int
+	}{{"closed", 503}, {"open", 200}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			rd := testsvc.StartRedis(t)
+			y := fmt.Sprintf("redis: {addr: %q, timeout: 200ms}\nquota: {redis_down: %s}\n", rd.Addr, tc.mode)
+			e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)
+			// staff: every limit set, so each one needs Redis.
+			_, k := newUser(t, e.base, "mallory", "staff", nil, nil)
+			rd.Stop()
+			ctx := context.Background()
+
+			c := client(e, k.FullKey)
+			for i := 0; i < 3; i++ { // the first meets the dead Redis, the others the open breaker
+				t0 := time.Now()
+				_, err := c.Chat.Completions.New(ctx, chatParams(vllmModel, "hi"))
+				d := time.Since(t0)
+				if d > 2*time.Second {
+					t.Fatalf("OpenAI request %d took %v with Redis down", i, d)
+				}
+				if got := statusOf(err); got != tc.want {
+					t.Fatalf("OpenAI request %d: %v (status %d), want %d", i, err, got, tc.want)
+				}
+				var oe *openai.Error
+				if tc.want == 503 && (!errors.As(err, &oe) || oe.Code != "quota_unavailable") {
+					t.Errorf("OpenAI: %v, want code quota_unavailable", err)
+				}
+			}
+
+			ac := anthropicClient(e, false, k.FullKey)
+			_, err := ac.Messages.New(ctx, anthropicParams(vllmModel, "hi"))
+			var ae *anthropic.Error
+			switch {
+			case tc.want == 200 && err != nil:
+				t.Errorf("Anthropic: %v, want an answer", err)
+			case tc.want == 503 && (!errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.RawJSON(), `"overloaded_error"`)):
+				t.Errorf("Anthropic: %v, want 503 overloaded_error", err)
+			}
+
+			oc, _ := ollamaTapClient(t, e, k.FullKey)
+			stream := false
+			err = oc.Chat(ctx, &api.ChatRequest{Model: ollamaModel, Stream: &stream,
+				Messages: []api.Message{{Role: "user", Content: "hi"}}}, func(api.ChatResponse) error { return nil })
+			var se api.StatusError
+			switch {
+			case tc.want == 200 && err != nil:
+				t.Errorf("Ollama: %v, want an answer", err)
+			case tc.want == 503 && (!errors.As(err, &se) || se.StatusCode != 503 || se.ErrorMessage == ""):
+				t.Errorf("Ollama: %v, want 503 with an error message", err)
+			}
+		})
+	}
+}
+
+// checkRateHeaders asserts a 429's Retry-After and the OpenAI rate-limit
+// headers for a user with RPM 1 and a token budget of 500,000 (staff).
+func checkRateHeaders(t *testing.T, dialect string, h http.Header) {
+	t.Helper()
+	if h == nil {
+		t.Errorf("%s: no response headers", dialect)
+		return
+	}
+	// The window frees the last minute's request within 60 s plus one
+	// 100 ms bucket of the in-memory window, rounded up to a second.
+	if ra, err := strconv.Atoi(h.Get("Retry-After")); err != nil || ra < 1 || ra > 61 {
+		t.Errorf("%s: Retry-After %q, want 1..61 seconds", dialect, h.Get("Retry-After"))
+	}
+	want := map[string]string{"x-ratelimit-limit-requests": "1", "x-ratelimit-remaining-requests": "0",
+		"x-ratelimit-limit-tokens": "500000"}
+	for name, v := range want {
+		if got := h.Get(name); got != v {
+			t.Errorf("%s: %s = %q, want %q", dialect, name, got, v)
+		}
+	}
+	if n, err := strconv.ParseInt(h.Get("x-ratelimit-remaining-tokens"), 10, 64); err != nil || n <= 0 || n > 500000 {
+		t.Errorf("%s: x-ratelimit-remaining-tokens %q", dialect, h.Get("x-ratelimit-remaining-tokens"))
+	}
+	for _, name := range []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"} {
+		if d, err := time.ParseDuration(h.Get(name)); err != nil || d < 0 {
+			t.Errorf("%s: %s = %q, not a duration", dialect, name, h.Get(name))
+		}
+	}
+}
+
+// A 429 in the Anthropic and Ollama dialects carries Retry-After and the
+// x-ratelimit-* headers, as OpenAI's does.
+func TestAccounts_RateLimitHeadersInEachDialect(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	_, k := newUser(t, e.base, "kim", "staff", map[string]any{"rpm_limit_override": 1}, nil)
+	ctx := context.Background()
+	c := client(e, k.FullKey)
+	if _, err := c.Chat.Completions.New(ctx, chatParams(vllmModel, "hi")); err != nil {
+		t.Fatal(err)
+	}
+
+	ac := anthropicClient(e, false, k.FullKey)
+	_, err := ac.Messages.New(ctx, anthropicParams(vllmModel, "hi"))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || !strings.Contains(ae.RawJSON(), `"rate_limit_error"`) {
+		t.Fatalf("Anthropic: %v, want 429 rate_limit_error", err)
+	}
+	checkRateHeaders(t, "Anthropic", ae.Response.Header)
+
+	oc, tap := ollamaTapClient(t, e, k.FullKey)
+	err = oc.Chat(ctx, &api.ChatRequest{Model: ollamaModel, Messages: []api.Message{{Role: "user", Content: "hi"}}},
+		func(api.ChatResponse) error { return nil })
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 429 {
+		t.Fatalf("Ollama: %v, want 429", err)
+	}
+	checkRateHeaders(t, "Ollama", tap.header())
+}
+
+// A stream the token budget cuts ends cleanly in the Anthropic dialect
+// (message_delta with stop_reason "max_tokens", then message_stop) and in
+// Ollama's (done with done_reason "length"), within the budget.
+func TestAccounts_BudgetCutStreamInEachDialect(t *testing.T) {
+	const budget = 300
+	e := startEnv(t, fakellm.Config{Tokens: 2000, TPS: 5000}, fakellm.Config{Tokens: 2000, TPS: 5000}, "")
+	over := map[string]any{"token_budget_override": budget, "rpm_limit_override": 100}
+	ctx := context.Background()
+
+	t.Run("anthropic", func(t *testing.T) {
+		_, k := newUser(t, e.base, "lena", "staff", over, nil)
+		p := anthropicParams(vllmModel, "Write a long essay about gateways.")
+		p.MaxTokens = 1000                                               // more than the budget holds
+		msg := streamMessage(t, anthropicClient(e, false, k.FullKey), p) // checks message_delta then message_stop
+		if msg.StopReason != anthropic.StopReasonMaxTokens {
+			t.Errorf("stop_reason %q, want max_tokens", msg.StopReason)
+		}
+		if used := msg.Usage.InputTokens + msg.Usage.OutputTokens; msg.Usage.OutputTokens == 0 || used > budget {
+			t.Errorf("usage %+v: want some output and at most %d tokens in all", msg.Usage, budget)
+		}
+	})
+
+	t.Run("ollama", func(t *testing.T) {
+		_, k := newUser(t, e.base, "omar", "staff", over, nil)
+		oc, _ := ollamaTapClient(t, e, k.FullKey)
+		var last api.ChatResponse
+		chunks := 0
+		err := oc.Chat(ctx, &api.ChatRequest{Model: ollamaModel, // no num_predict: the default reservation applies
+			Messages: []api.Message{{Role: "user", Content: "Write a long essay about gateways."}}},
+			func(r api.ChatResponse) error { chunks++; last = r; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !last.Done || last.DoneReason != "length" {
+			t.Errorf("last chunk done %v done_reason %q, want true and length", last.Done, last.DoneReason)
+		}
+		if used := last.PromptEvalCount + last.EvalCount; chunks < 2 || last.EvalCount == 0 || used > budget {
+			t.Errorf("%d chunks, prompt %d + eval %d tokens: want a stream within %d", chunks, last.PromptEvalCount, last.EvalCount, budget)
+		}
+	})
+}
+
+// The per-user cap on requests in flight holds over HTTP: a user with
+// max_concurrent 2 sending 6 slow requests at once has at most 2 at the
+// backend; the others are refused at once (429
+// concurrency_limit_exceeded: the quota package refuses, it does not
+// queue).
+func TestAccounts_ConcurrencyCapOverHTTP(t *testing.T) {
+	fl := startFleet(t, 1, fakellm.Config{TTFT: 500 * time.Millisecond, Tokens: 15, TPS: 10}, "")
+	e := fl[0]
+	_, k := newUser(t, e.base, "pia", "staff", map[string]any{"max_concurrent_override": 2, "rpm_limit_override": 1000}, nil)
+	e.vllm.ResetPeak()
+	const n = 6
+	codes := make([]int, n)
+	bodies := make([]string, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			req, _ := http.NewRequest("POST", e.base+"/v1/chat/completions",
+				strings.NewReader(`{"model":"`+vllmModel+`","messages":[{"role":"user","content":"hi"}],"stream":true}`))
+			req.Header.Set("Authorization", "Bearer "+k.FullKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes[i], bodies[i] = -1, err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i], bodies[i] = resp.StatusCode, string(b)
+		}(i)
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	peak := e.vllm.Stats().PeakConcurrent
+	t.Logf("%d parallel requests in %v: statuses %v, backend peak %d", n, time.Since(t0), codes, peak)
+	ok, refused := 0, 0
+	for i, c := range codes {
+		switch {
+		case c == 200:
+			ok++
+		case c == 429 && strings.Contains(bodies[i], `"concurrency_limit_exceeded"`):
+			refused++
+		default:
+			t.Errorf("request %d: %d %s", i, c, bodies[i])
+		}
+	}
+	if peak > 2 {
+		t.Errorf("the backend saw %d of the user's requests at once, cap 2", peak)
+	}
+	// Each request takes over 2 s and all start within milliseconds, so
+	// exactly the cap's worth run.
+	if ok != 2 || refused != n-2 {
+		t.Errorf("%d admitted and %d refused, want 2 and %d", ok, refused, n-2)
+	}
+	// The slots come back: the next request is admitted.
+	c := client(e, k.FullKey)
+	if _, err := c.Chat.Completions.New(context.Background(), chatParams(vllmModel, "hi")); err != nil {
+		t.Errorf("after the burst: %v", err)
+	}
+}
