@@ -62,7 +62,7 @@ func eventValues(v audit.Event, sqlite bool) []any {
 		v.Status, v.ErrorCode, v.Error, v.FinishReason, b(v.ClientGone),
 		v.PromptTokens, v.CompletionTokens, v.ReasoningTokens, v.CachedTokens, b(v.TokensEstimated),
 		v.TotalUs, v.AuthUs, v.LimitUs, v.ReadUs, v.CheckUs, v.DecodeUs,
-		v.QueueUs, v.EncodeUs, v.BackendUs, v.RespondUs, v.TTFTUs,
+		v.QueueUs, v.EncodeUs, v.BackendUs, v.RespondUs, v.TTFTUs, v.FairnessDelayUs, v.StreamPluginUs,
 		v.Chunks, v.BytesIn, v.BytesOut,
 		v.RequestBody, v.ResponseBody, b(v.ContentTruncated), v.Decision, v.EnergyJ}
 }
@@ -76,7 +76,7 @@ func auditSample() []audit.Event {
 			RequestID: id, Time: at, Replica: "gw-a", UserID: uid, User: user, Group: "students", KeyID: "key:abcd",
 			ClientIP: "10.1.2.3", UserAgent: "openai-python/1.0", Dialect: "openai", Route: "chat", Kind: "chat",
 			Model: model, Stream: true, Backend: "gpu1", Node: "n1", GPUs: "0", Attempts: 1, Status: status,
-			PromptTokens: 100, CompletionTokens: 20, TotalUs: 1_500_000, QueueUs: 2500, TTFTUs: 90_000,
+			PromptTokens: 100, CompletionTokens: 20, TotalUs: 1_500_000, QueueUs: 2500, TTFTUs: 90_000, FairnessDelayUs: 1200, StreamPluginUs: 70,
 			RequestBody: `{"messages":[{"role":"user","content":"hello"}]}`, ResponseBody: "hi there",
 			Decision: `{"backend":"gpu1","candidates":2}`, EnergyJ: 12.5,
 		}
@@ -215,7 +215,7 @@ func auditGetCases(t *testing.T, e *env) {
 	if d, _ := m["decision"].(map[string]any); d["backend"] != "gpu1" {
 		t.Errorf("decision = %#v, want the stored JSON object", m["decision"])
 	}
-	if st, _ := m["stages_us"].(map[string]any); st["ttft"] != 90000.0 || st["total"] != 1500000.0 {
+	if st, _ := m["stages_us"].(map[string]any); st["ttft"] != 90000.0 || st["total"] != 1500000.0 || st["fairness_delay"] != 1200.0 || st["stream_plugin"] != 70.0 {
 		t.Errorf("stages_us = %#v", m["stages_us"])
 	}
 	if m := e.ok(e.adminKey, "GET", "/api/admin/audit/req-b1", nil); m["decision"] != nil {
