@@ -1,9 +1,12 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
@@ -152,4 +155,44 @@ func (h *Handler) deleteNode(c *call) (any, error) {
 	}
 	h.record(c, "node.delete", "node", n.ID, map[string]any{"before": viewNode(n)})
 	return done("deleted", "node_id", n.ID), nil
+}
+
+// NodeRefresher is implemented by a Backends that can take the store's
+// GPU nodes into the live registry on demand. The registry has no hook to
+// poll one sidecar now, so a node's refresh re-reads the nodes (and the
+// backends' placement on them) from the store into the registry; their
+// sidecars are polled at the next discovery round.
+type NodeRefresher interface {
+	RefreshNodes(ctx context.Context) error
+}
+
+func (h *Handler) getNode(c *call) (any, error) {
+	n, err := h.node(c, c.id())
+	if err != nil {
+		return nil, err
+	}
+	return viewNode(n), nil
+}
+
+// refreshNode re-reads the node from the store and, in a running
+// gateway, hands the store's nodes to the live registry (NodeRefresher).
+// "applied" says whether the registry took them; without a registry (the
+// CLI) only the store is read.
+func (h *Handler) refreshNode(c *call) (any, error) {
+	n, err := h.node(c, c.id())
+	if err != nil {
+		return nil, err
+	}
+	out := done("refreshed", "node_id", n.ID)
+	out["node"] = viewNode(n)
+	if nr, ok := h.backends.(NodeRefresher); ok {
+		err := nr.RefreshNodes(c.ctx)
+		out["applied"] = err == nil
+		if err != nil {
+			h.log.LogAttrs(c.ctx, slog.LevelWarn, "refresh nodes", slog.String("node", n.Name), slog.String("err", err.Error()))
+			out["apply_error"] = logredact.Truncate(err.Error(), logredact.MaxEcho)
+		}
+	}
+	h.record(c, "node.refresh", "node", n.ID, map[string]any{"name": n.Name})
+	return out, nil
 }

@@ -53,7 +53,9 @@ var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/nodes", fn: (*Handler).listNodes},
 	{method: "POST", pattern: "/api/admin/nodes", fn: (*Handler).createNode},
 	{method: "POST", pattern: "/api/admin/nodes/register", fn: (*Handler).createNode}, // the reference's path
+	{method: "GET", pattern: "/api/admin/nodes/{node_id}", fn: (*Handler).getNode},
 	{method: "PATCH", pattern: "/api/admin/nodes/{node_id}", fn: (*Handler).updateNode},
+	{method: "POST", pattern: "/api/admin/nodes/{node_id}/refresh", fn: (*Handler).refreshNode},
 	{method: "DELETE", pattern: "/api/admin/nodes/{node_id}", fn: (*Handler).deleteNode},
 
 	{method: "GET", pattern: "/api/admin/quotas/{user_id}", fn: (*Handler).quotaUsage},

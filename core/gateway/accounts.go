@@ -287,6 +287,17 @@ func (l *liveBackends) Refresh(ctx context.Context, name string) error {
 	return l.disc.Probe(ctx, name)
 }
 
+// RefreshNodes takes the store's GPU nodes, and the backends' placement
+// on them, into the registry now (an admin's node refresh); discovery
+// polls their sidecars at its next round.
+func (l *liveBackends) RefreshNodes(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return applyStore(ctx, l.st, l.reg)
+}
+
+var _ admin.NodeRefresher = (*liveBackends)(nil)
+
 var errRenamedConfigBackend = errors.New("a backend the config file declares is routed under the name the file gives it")
 
 // storeSyncTimeout bounds sync's reads of the store.
