@@ -51,7 +51,8 @@ func TestExchange_Needs(t *testing.T) {
 		{"responses", mk(sdk.EndpointResponses, &sdk.Routing{Model: "model", Vision: []string{"*.type=input_image"}}),
 			`{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:"}]}]}`,
 			sched.Needs{Generate: true, Vision: true}},
-		{"embedding", mk(sdk.EndpointEmbedding, &sdk.Routing{Model: "model"}), `{"model":"m","input":"x"}`, sched.Needs{Embed: true}},
+		// Ollama embeds with chat models too: no Embed need.
+		{"embedding", mk(sdk.EndpointEmbedding, &sdk.Routing{Model: "model"}), `{"model":"m","input":"x"}`, sched.Needs{}},
 		{"rerank needs nothing", mk(sdk.EndpointRerank, &sdk.Routing{Model: "model"}), `{"model":"m"}`, sched.Needs{}},
 		{"no markers declared", mk(sdk.EndpointChat, &sdk.Routing{Model: "model"}), `{"model":"m","tools":[1]}`, gen},
 		// Markers that do not compile are left out; routing still works.

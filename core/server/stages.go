@@ -428,14 +428,14 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 // needs is what the request needs from its model: by the route's kind,
 // and from the markers the pre-check's scan found in the body (on the
 // decoded path too: the scan saw the same body the translator decodes;
-// a Responses body with its stored history spliced in).
+// a Responses body with its stored history spliced in). An embeddings
+// request does not set Embed: Ollama embeds with any model, not only
+// those whose /api/show lists "embedding" (its embed handler asks for no
+// capability), so a chat model's missing "embedding" is not a "cannot".
 func (ex *exchange) needs() sched.Needs {
 	var n sched.Needs
-	switch ex.route.kind {
-	case sdk.EndpointChat, sdk.EndpointResponses:
+	if ex.route.kind == sdk.EndpointChat || ex.route.kind == sdk.EndpointResponses {
 		n.Generate = true
-	case sdk.EndpointEmbedding:
-		n.Embed = true
 	}
 	if ex.route.spec != nil {
 		m, marks := ex.scan.Marks, &ex.route.marks
