@@ -101,6 +101,20 @@
 // requests may be admitted in the minute after a restart that no replica
 // saw as an outage).
 //
+// Held concurrency slots and token leases live in each replica's memory
+// as well as in Redis, and every script call writes the caller's holding
+// back whatever Redis had (the admit script's slots kept, the token
+// script's lease kept), so a restart loses neither: each replica
+// re-registers them at its next call or at Run's refresh, within one Lease
+// plus one Run tick. Until it has, the other replicas do not see them, so
+// for that long after a restart the fleet may hold, beyond each limit, the
+// slots and token leases the other replicas held at the restart (each
+// replica alone stays within the cap; a token lease is at most one batch,
+// a quarter of the room left when granted). The token bound after a
+// restart is thus: the charges since the last persist, plus the leases
+// held at the restart. Permits already leased are used only until their
+// grant time plus Lease, as always.
+//
 // # Redis down
 //
 // A failed Redis call (refused, timed out: the client's per-call timeout

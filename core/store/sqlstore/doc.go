@@ -35,8 +35,10 @@
 // NNNN_what.sql, kept equivalent). Times are written by this package as
 // fixed-width UTC text with microseconds: DATETIME(6) in MySQL, TEXT in
 // SQLite, where the fixed width makes text order time order. Text in MySQL
-// is utf8mb4_bin so that names compare byte for byte as in SQLite
-// (usernames are case-sensitive; callers normalise them). Upserts use ON
+// is utf8mb4_bin so that names compare byte for byte as in SQLite, except
+// usernames: since migration 0003 they are unique and looked up ignoring
+// case ("Alice" is "alice": utf8mb4_general_ci in MySQL, a NOCASE unique
+// index in SQLite, which folds ASCII letters only). Upserts use ON
 // DUPLICATE KEY UPDATE in MySQL and ON CONFLICT … DO UPDATE in SQLite.
 // Migrate excludes concurrent migrators with GET_LOCK in MySQL (whose DDL
 // is not transactional, so every migration is re-runnable) and with one
