@@ -50,6 +50,7 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
                  prints the key once: it is stored only as a hash
   keys list      [--user USER] [--status active|revoked|expired] [--search TEXT]
   keys revoke    KEY_ID
+  keys delete    KEY_ID
   groups list
   groups create  --name NAME [--description D] [--token-budget N] [--period-days N] [--rpm N]
                  [--max-concurrent N] [--weight W] [--admin] [--auditor]
@@ -61,9 +62,20 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
   backends list
   backends register --name NAME --url URL --engine vllm|ollama|… [--max-concurrent N]
                  [--priority N] [--models a,b] [--upsert]
+  backends update BACKEND [--name] [--url] [--engine] [--max-concurrent N] [--priority N]
+                 [--models a,b] [--node NODE|none] [--gpus 0,1|none]
+  backends delete BACKEND
   backends enable|disable|drain BACKEND
+                 (refresh probes a backend: only a running gateway can, through
+                 POST /api/admin/backends/{id}/refresh)
+  nodes list
+  nodes create   --name NAME [--sidecar-url URL] [--sidecar-key-file FILE]
+  nodes update   NODE [--name] [--sidecar-url URL] [--sidecar-key-file FILE] [--status enabled|disabled]
+  nodes delete   NODE
+                 the sidecar key is read from a file, never from the command line
+  audit-log      [--limit N] [--skip N]   the admin audit log, newest first
 
-USER, GROUP and BACKEND are an id or a name; TIME is RFC 3339.
+USER, GROUP, BACKEND and NODE are an id or a name; TIME is RFC 3339.
 
 Quota counters: with redis.addr configured, quota show and reset read and
 reset the fleet-wide counters in Redis (and the store); without Redis they
@@ -91,21 +103,18 @@ func runAdmin(ctx context.Context, args []string, out io.Writer) error {
 		return usageErr(err)
 	}
 	rest := gf.Args()
-	if len(rest) < 2 {
-		return usageErr(errors.New("need a noun and a verb"))
+	name, rest, err := commandName(rest)
+	if err != nil {
+		return usageErr(err)
 	}
-	noun, verb := rest[0], rest[1]
-	cmd, ok := adminCommands[noun+" "+verb]
-	if !ok {
-		return usageErr(fmt.Errorf("unknown command %q", noun+" "+verb))
-	}
-	fs := flag.NewFlagSet(noun+" "+verb, flag.ContinueOnError)
+	cmd := adminCommands[name]
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(asJSON, "json", *asJSON, "print JSON")
 	vals := cmd.flags.register(fs)
 	// Positional arguments may come before, between or after the flags.
 	var pos []string
-	for rem := rest[2:]; ; rem = fs.Args()[1:] {
+	for rem := rest; ; rem = fs.Args()[1:] {
 		if err := fs.Parse(rem); err != nil {
 			return usageErr(err)
 		}
@@ -115,7 +124,7 @@ func runAdmin(ctx context.Context, args []string, out io.Writer) error {
 		pos = append(pos, fs.Arg(0))
 	}
 	if len(pos) != cmd.args {
-		return usageErr(fmt.Errorf("%s %s takes %d argument(s), got %d", noun, verb, cmd.args, len(pos)))
+		return usageErr(fmt.Errorf("%s takes %d argument(s), got %d", name, cmd.args, len(pos)))
 	}
 
 	body := vals.set(fs)
@@ -136,7 +145,7 @@ func runAdmin(ctx context.Context, args []string, out io.Writer) error {
 	if status != 200 {
 		var d struct{ Detail string }
 		_ = json.Unmarshal(resp, &d)
-		return fmt.Errorf("%s %s: %s (HTTP %d)", noun, verb, d.Detail, status)
+		return fmt.Errorf("%s: %s (HTTP %d)", name, d.Detail, status)
 	}
 	if *asJSON {
 		var buf bytes.Buffer
@@ -148,6 +157,24 @@ func runAdmin(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return cmd.show(out, resp)
+}
+
+// commandName finds the command that args start with: a noun and a verb,
+// or a noun alone (audit-log); it returns the arguments after it.
+func commandName(args []string) (string, []string, error) {
+	if len(args) > 0 {
+		if _, ok := adminCommands[args[0]]; ok {
+			return args[0], args[1:], nil
+		}
+	}
+	if len(args) < 2 {
+		return "", nil, errors.New("need a noun and a verb")
+	}
+	name := args[0] + " " + args[1]
+	if _, ok := adminCommands[name]; !ok {
+		return "", nil, fmt.Errorf("unknown command %q", name)
+	}
+	return name, args[2:], nil
 }
 
 func usageErr(err error) error {
@@ -321,6 +348,9 @@ var adminCommands = map[string]adminCommand{
 	"keys revoke": {args: 1, build: func(_ context.Context, _ *adminEnv, args []string, _ map[string]any) (admin.Request, error) {
 		return admin.Request{Method: "POST", Path: "/api/admin/api-keys/" + args[0] + "/revoke"}, nil
 	}, show: showObject},
+	"keys delete": {args: 1, build: func(_ context.Context, _ *adminEnv, args []string, _ map[string]any) (admin.Request, error) {
+		return admin.Request{Method: "DELETE", Path: "/api/admin/api-keys/" + args[0]}, nil
+	}, show: showObject},
 	"groups list": {build: get("/api/admin/groups"), show: showList("groups", []string{"id", "name", "token_budget", "budget_period_days", "rpm_limit",
 		"max_concurrent", "scheduler_weight", "is_admin", "is_auditor", "api_key_expiry_days", "max_api_keys", "user_count"})},
 	"groups create": {flags: groupFlags, build: post("/api/admin/groups"), show: showObject},
@@ -342,7 +372,50 @@ var adminCommands = map[string]adminCommand{
 	"backends enable":  {args: 1, build: onBackend("enable"), show: showObject},
 	"backends disable": {args: 1, build: onBackend("disable"), show: showObject},
 	"backends drain":   {args: 1, build: onBackend("drain"), show: showObject},
+	"backends update": {args: 1, flags: fieldSpecs{{"name", "name", "string"}, {"url", "url", "string"}, {"engine", "engine", "string"},
+		{"max-concurrent", "max_concurrent", "int"}, {"priority", "priority", "int"}, {"models", "models", "csv"},
+		{"node", "node_id", "string"}, {"gpus", "gpu_indices", "ints"}},
+		build: func(ctx context.Context, a *adminEnv, args []string, body map[string]any) (admin.Request, error) {
+			id, err := backendID(ctx, a.st, args[0])
+			if err != nil {
+				return admin.Request{}, err
+			}
+			if ref, ok := body["node_id"].(string); ok {
+				if body["node_id"], err = nodeRef(ctx, a.st, ref); err != nil {
+					return admin.Request{}, err
+				}
+			}
+			return jsonReq("PATCH", "/api/admin/backends/"+itoa(id), body), nil
+		}, show: showObject},
+	"backends delete": {args: 1, build: func(ctx context.Context, a *adminEnv, args []string, _ map[string]any) (admin.Request, error) {
+		id, err := backendID(ctx, a.st, args[0])
+		return admin.Request{Method: "DELETE", Path: "/api/admin/backends/" + itoa(id)}, err
+	}, show: showObject},
+	"nodes list":   {build: get("/api/admin/nodes"), show: showArray([]string{"id", "name", "sidecar_url", "sidecar_key_set", "status", "from_config"})},
+	"nodes create": {flags: nodeFlags, build: post("/api/admin/nodes"), show: showObject},
+	"nodes update": {args: 1, flags: append(nodeFlags[:len(nodeFlags):len(nodeFlags)], fieldSpec{"status", "status", "string"}),
+		build: func(ctx context.Context, a *adminEnv, args []string, body map[string]any) (admin.Request, error) {
+			id, err := nodeID(ctx, a.st, args[0])
+			return jsonReq("PATCH", "/api/admin/nodes/"+itoa(id), body), err
+		}, show: showObject},
+	"nodes delete": {args: 1, build: func(ctx context.Context, a *adminEnv, args []string, _ map[string]any) (admin.Request, error) {
+		id, err := nodeID(ctx, a.st, args[0])
+		return admin.Request{Method: "DELETE", Path: "/api/admin/nodes/" + itoa(id)}, err
+	}, show: showObject},
+	"audit-log": {flags: fieldSpecs{{"limit", "", "string"}, {"skip", "", "string"}},
+		build: func(_ context.Context, _ *adminEnv, _ []string, q map[string]any) (admin.Request, error) {
+			v := url.Values{}
+			for k, x := range q {
+				v.Set(k, x.(string))
+			}
+			return admin.Request{Method: "GET", Path: "/api/admin/audit/admin", Query: v}, nil
+		},
+		show: showList("events", []string{"id", "timestamp", "actor_key", "user_id", "action", "entity_type", "entity_id", "detail"})},
 }
+
+// nodeFlags: the sidecar key comes from a file (--sidecar-key-file), so it
+// never shows in a process listing or a shell's history.
+var nodeFlags = fieldSpecs{{"name", "name", "string"}, {"sidecar-url", "sidecar_url", "string"}, {"sidecar-key-file", "sidecar_key", "file"}}
 
 var userFlags = fieldSpecs{
 	{"username", "username", "string"}, {"email", "email", "string"}, {"full-name", "full_name", "string"},
@@ -415,6 +488,31 @@ func groupID(ctx context.Context, st store.Store, ref string) (int64, error) {
 	return g.ID, err
 }
 
+func nodeID(ctx context.Context, st store.Store, ref string) (int64, error) {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		return id, nil
+	}
+	ns, err := st.Nodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range ns {
+		if n.Name == ref {
+			return n.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("no node %q", ref)
+}
+
+// nodeRef is a backend's node_id for --node: an id, a name, or "none"
+// (JSON null: the backend on no node).
+func nodeRef(ctx context.Context, st store.Store, ref string) (any, error) {
+	if ref == "none" {
+		return nil, nil
+	}
+	return nodeID(ctx, st, ref)
+}
+
 func backendID(ctx context.Context, st store.Store, ref string) (int64, error) {
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
 		return id, nil
@@ -435,7 +533,7 @@ func backendID(ctx context.Context, st store.Store, ref string) (int64, error) {
 // like the flag) only when given on the command line.
 
 type fieldSpec struct {
-	flag, field, kind string // kind: string, int, float, bool, csv, time, nullint, nullfloat
+	flag, field, kind string // kind: string, int, float, bool, csv, ints, time, file, nullint, nullfloat
 }
 
 type fieldSpecs []fieldSpec
@@ -512,6 +610,27 @@ func convert(s fieldSpec, raw string) (any, error) {
 			}
 		}
 		return out, nil
+	case "ints":
+		if raw == "none" {
+			return nil, nil
+		}
+		out := []int{}
+		for p := range strings.SplitSeq(raw, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %q is not a list of integers", s.flag, raw)
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	case "file":
+		// The content (a secret), never the path's bytes, is the value;
+		// errors name the file only.
+		b, err := os.ReadFile(raw)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", s.flag, err)
+		}
+		return strings.TrimSpace(string(b)), nil
 	case "time":
 		if raw == "never" {
 			return nil, nil

@@ -267,3 +267,76 @@ func num(v any) int64 {
 	f, _ := v.(float64)
 	return int64(f)
 }
+
+// The commands for nodes, backend updates and deletes, key deletes and the
+// admin audit log; the sidecar key comes from a file and is never shown.
+func TestAdminCmd_NodesBackendsAuditLog(t *testing.T) {
+	c := newCLI(t, "")
+	keyFile := filepath.Join(t.TempDir(), "sidecar.key")
+	const secret = "sk-sidecar-cli-secret"
+	if err := os.WriteFile(keyFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := c.json("nodes", "create", "--name", "gpu1", "--sidecar-url", "http://gpu1:8007", "--sidecar-key-file", keyFile)
+	if n["name"] != "gpu1" || n["sidecar_key_set"] != true || n["status"] != "enabled" {
+		t.Fatalf("nodes create: %v", n)
+	}
+	ns, err := c.store().Nodes(context.Background())
+	if err != nil || len(ns) != 1 || ns[0].SidecarKey != secret {
+		t.Fatalf("stored nodes %+v, %v: want the file's key, trimmed", ns, err)
+	}
+	if up := c.json("nodes", "update", "gpu1", "--status", "disabled"); up["status"] != "disabled" {
+		t.Errorf("nodes update: %v", up)
+	}
+	c.fails("must be enabled or disabled", "nodes", "update", "gpu1", "--status", "off")
+	c.fails("--sidecar-key-file", "nodes", "create", "--name", "gpu2", "--sidecar-key-file", filepath.Join(t.TempDir(), "missing"))
+	out := c.ok("nodes", "list")
+	if !strings.Contains(out, "gpu1") || !strings.Contains(out, "disabled") || strings.Contains(out, secret) {
+		t.Errorf("nodes list:\n%s", out)
+	}
+
+	c.json("backends", "register", "--name", "b1", "--url", "http://10.1.1.1:8000", "--engine", "vllm")
+	b := c.json("backends", "update", "b1", "--node", "gpu1", "--gpus", "0,1", "--priority", "3", "--url", "http://10.1.1.2:8000")
+	if num(b["node_id"]) != num(n["id"]) || num(b["priority"]) != 3 || b["url"] != "http://10.1.1.2:8000" || fmt.Sprint(b["gpu_indices"]) != "[0 1]" {
+		t.Errorf("backends update: %v", b)
+	}
+	c.fails(`no node "gpu9"`, "backends", "update", "b1", "--node", "gpu9")
+	c.fails(`--gpus: "x" is not a list of integers`, "backends", "update", "b1", "--gpus", "x")
+	c.fails("Remove backends first", "nodes", "delete", "gpu1") // b1 sits on it
+	if b := c.json("backends", "update", "b1", "--node", "none"); b["node_id"] != nil {
+		t.Errorf("backends update --node none: %v", b)
+	}
+	if r := c.json("nodes", "delete", "gpu1"); r["status"] != "deleted" {
+		t.Errorf("nodes delete: %v", r)
+	}
+	if r := c.json("backends", "delete", "b1"); r["status"] != "deleted" {
+		t.Errorf("backends delete: %v", r)
+	}
+	c.fails(`no backend "b1"`, "backends", "delete", "b1")
+
+	c.ok("users", "create", "--username", "kai", "--group", "staff")
+	k := c.json("keys", "create", "kai")
+	kid := fmt.Sprint(num(k["id"]))
+	if r := c.json("keys", "delete", kid); r["status"] != "deleted" {
+		t.Errorf("keys delete: %v", r)
+	}
+	c.fails("(HTTP 404)", "keys", "delete", kid)
+
+	// The audit log, newest first: the key's delete, then its creation.
+	log := c.json("audit-log", "--limit", "2")
+	evs, _ := log["events"].([]any)
+	if len(evs) != 2 || evs[0].(map[string]any)["action"] != "key.delete" || evs[1].(map[string]any)["action"] != "key.create" ||
+		evs[0].(map[string]any)["actor_key"] != "cli" {
+		t.Errorf("audit-log --limit 2: %v", log)
+	}
+	out = c.ok("audit-log", "--limit", "50")
+	for _, action := range []string{"node.register", "node.update", "node.delete", "backend.update", "backend.delete", "user.create"} {
+		if !strings.Contains(out, action) {
+			t.Errorf("audit-log lacks %s:\n%s", action, out)
+		}
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("audit-log shows the sidecar key:\n%s", out)
+	}
+	c.fails("takes 0 argument(s)", "audit-log", "extra")
+}
