@@ -27,6 +27,7 @@ type Config struct {
 	Plugins string `yaml:"plugins"`
 	// Backends are the inference servers behind the gateway.
 	Backends []Backend `yaml:"backends"`
+	Nodes    []Node    `yaml:"nodes"` // GPU hosts whose sidecars report the backends' GPUs
 	Limits   Limits    `yaml:"limits"`
 	Timeouts Timeouts  `yaml:"timeouts"`
 	// Discovery controls how often backends are probed for models and health.
@@ -64,6 +65,12 @@ type Backend struct {
 	// under the backend's own keep-alive timeout (uvicorn, which vLLM
 	// uses, closes after 5 s) so a request never lands on a closed one.
 	IdleConnTimeout Duration `yaml:"idle_conn_timeout"`
+	// Node names the GPU host the backend runs on (an entry of nodes, or
+	// a node registered through the admin API), GPUs its GPU indices
+	// there (empty: all of the node's). Empty: an admin's placement in the
+	// store is kept.
+	Node string `yaml:"node"`
+	GPUs []int  `yaml:"gpus"`
 }
 
 // Limits bound what clients may send.
@@ -412,6 +419,9 @@ func Parse(b []byte, dir string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := c.loadNodeKeys(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -449,6 +459,7 @@ func (c *Config) Validate() error {
 			add("%s.idle_conn_timeout: must be positive", key)
 		}
 	}
+	c.validateNodes(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}

@@ -41,8 +41,8 @@ type accountsPart struct {
 }
 
 // openAccounts opens the store (migrating and seeding it as configured),
-// writes the config's backends into it and returns cfg's backends plus
-// those registered through the admin API.
+// writes the config's nodes and backends into it and returns cfg's
+// backends plus those registered through the admin API.
 func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsPart, []config.Backend, error) {
 	cfg := o.Config
 	a := &accountsPart{st: o.Store}
@@ -67,7 +67,11 @@ func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsP
 			return fail(fmt.Errorf("seed the groups: %w", err))
 		}
 	}
-	backends, err := syncBackends(ctx, a.st, cfg.Backends)
+	nodeIDs, err := syncNodes(ctx, a.st, cfg.Nodes)
+	if err != nil {
+		return fail(err)
+	}
+	backends, err := syncBackends(ctx, a.st, cfg.Backends, nodeIDs)
 	if err != nil {
 		return fail(err)
 	}
@@ -118,15 +122,54 @@ func adminKeyNeeded(ctx context.Context, st store.Store) (string, error) {
 	return key, err
 }
 
+// syncNodes upserts cfg's GPU nodes into the store (marked as from the
+// config; an existing row keeps an admin's status) and returns every
+// stored node's ID by name, for the backends' references.
+func syncNodes(ctx context.Context, st store.Store, cfgNodes []config.Node) (map[string]int64, error) {
+	for _, n := range cfgNodes {
+		sn := store.Node{Name: n.Name, SidecarURL: n.SidecarURL, SidecarKey: string(n.SidecarKey), FromConfig: true}
+		if err := st.UpsertNode(ctx, &sn); err != nil {
+			return nil, fmt.Errorf("write node %s to the store: %w", n.Name, err)
+		}
+	}
+	all, err := st.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the store's nodes: %w", err)
+	}
+	ids := make(map[string]int64, len(all))
+	for _, n := range all {
+		ids[n.Name] = n.ID
+	}
+	return ids, nil
+}
+
 // syncBackends upserts cfg's backends into the store (marked as from the
 // config) and returns them followed by the store's other backends, those
-// registered through the admin API.
-func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Backend) ([]config.Backend, error) {
+// registered through the admin API. A backend's node (by name, in nodeIDs)
+// and GPUs come from the file when it names a node; otherwise the stored
+// row keeps an admin's placement, as it keeps the priority and state.
+func syncBackends(ctx context.Context, st store.Store, cfgBackends []config.Backend, nodeIDs map[string]int64) ([]config.Backend, error) {
+	stored, err := st.Backends(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the store's backends: %w", err)
+	}
+	prev := make(map[string]store.Backend, len(stored))
+	for _, b := range stored {
+		prev[b.Name] = b
+	}
 	for _, b := range cfgBackends {
 		// No status: a new row is enabled, an existing one keeps what an
 		// admin set (a drained backend stays drained across a restart).
+		p := prev[b.Name]
 		sb := store.Backend{Name: b.Name, Engine: b.Engine, URL: b.URL, MaxConcurrent: b.MaxConcurrent, Models: b.Models,
-			FromConfig: true}
+			FromConfig: true, Priority: p.Priority, NodeID: p.NodeID, GPUIndices: p.GPUIndices}
+		if b.Node != "" {
+			id, ok := nodeIDs[b.Node]
+			if !ok {
+				return nil, fmt.Errorf("backend %s: node %q is neither in the config's nodes nor in the store", b.Name, b.Node)
+			}
+			sb.NodeID, sb.GPUIndices = &id, b.GPUs
+		}
 		if err := st.UpsertBackend(ctx, &sb); err != nil {
 			return nil, fmt.Errorf("write backend %s to the store: %w", b.Name, err)
 		}

@@ -18,7 +18,10 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/store"
+	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
 
 // headerTap is an http.RoundTripper for Ollama's api client (which does
@@ -279,5 +282,111 @@ func TestAccounts_ConcurrencyCapOverHTTP(t *testing.T) {
 	c := client(e, k.FullKey)
 	if _, err := c.Chat.Completions.New(context.Background(), chatParams(vllmModel, "hi")); err != nil {
 		t.Errorf("after the burst: %v", err)
+	}
+}
+
+// The config's nodes are written into the store at start (their sidecar
+// key read from the environment, never shown) and handed to the registry;
+// a node added through the admin API reaches the registry at its refresh.
+func TestAccounts_ConfigNodes(t *testing.T) {
+	const secret = "sk-config-node-secret"
+	t.Setenv("MR_TEST_NODE_KEY", secret)
+	// Discovery's own store sync is an hour away: only the refresh can
+	// bring the second node in.
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, `discovery: {interval: 1h}
+nodes:
+  - {name: node-a, sidecar_url: "http://127.0.0.1:1", sidecar_key_env: MR_TEST_NODE_KEY}
+`)
+	if nodes := e.gw.Reg.Nodes(); len(nodes) != 1 || nodes[0].Name != "node-a" || nodes[0].Key != secret {
+		t.Fatalf("registry nodes after start: %v", nodes)
+	}
+	var list []struct {
+		ID            int64  `json:"id"`
+		Name          string `json:"name"`
+		SidecarKeySet bool   `json:"sidecar_key_set"`
+		FromConfig    bool   `json:"from_config"`
+	}
+	if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/nodes", nil, &list); st != 200 || len(list) != 1 ||
+		list[0].Name != "node-a" || !list[0].SidecarKeySet || !list[0].FromConfig {
+		t.Fatalf("GET /nodes: %d %+v", st, list)
+	}
+
+	var n2 struct {
+		ID int64 `json:"id"`
+	}
+	if st := callAPI(t, e.base, adminKey, "POST", "/api/admin/nodes",
+		map[string]any{"name": "node-b", "sidecar_url": "http://127.0.0.1:2", "sidecar_key": "sk-b"}, &n2); st != 200 {
+		t.Fatalf("create node-b: %d", st)
+	}
+	if nodes := e.gw.Reg.Nodes(); len(nodes) != 1 {
+		t.Fatalf("node-b reached the registry before its refresh: %v", nodes)
+	}
+	var r struct {
+		Status  string `json:"status"`
+		Applied *bool  `json:"applied"`
+	}
+	if st := callAPI(t, e.base, adminKey, "POST", fmt.Sprintf("/api/admin/nodes/%d/refresh", n2.ID), nil, &r); st != 200 ||
+		r.Status != "refreshed" || r.Applied == nil || !*r.Applied {
+		t.Fatalf("refresh: %d %+v", st, r)
+	}
+	if nodes := e.gw.Reg.Nodes(); len(nodes) != 2 {
+		t.Fatalf("registry nodes after the refresh: %v", nodes)
+	}
+}
+
+// syncBackends: a config backend naming a node gets its ID and GPUs; one
+// naming none keeps an admin's placement and priority across restarts; an
+// unknown node name is an error at start.
+func TestAccounts_SyncBackendsNodes(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := syncNodes(ctx, st, []config.Node{{Name: "n1", SidecarURL: "http://n1:8007", SidecarKey: "k1"}})
+	if err != nil || ids["n1"] == 0 {
+		t.Fatalf("syncNodes: %v %v", ids, err)
+	}
+	cfg := []config.Backend{
+		{Name: "placed", Engine: "vllm", URL: "http://a", MaxConcurrent: 4, Node: "n1", GPUs: []int{2, 3}},
+		{Name: "free", Engine: "vllm", URL: "http://b", MaxConcurrent: 4},
+	}
+	if _, err := syncBackends(ctx, st, cfg, ids); err != nil {
+		t.Fatal(err)
+	}
+	byName := func() map[string]store.Backend {
+		all, err := st.Backends(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]store.Backend{}
+		for _, b := range all {
+			m[b.Name] = b
+		}
+		return m
+	}
+	if p := byName()["placed"]; p.NodeID == nil || *p.NodeID != ids["n1"] || fmt.Sprint(p.GPUIndices) != "[2 3]" {
+		t.Fatalf("placed backend: %+v", p)
+	}
+	// An admin places "free" and sets its priority; a restart keeps both.
+	f := byName()["free"]
+	nid := ids["n1"]
+	f.NodeID, f.GPUIndices, f.Priority = &nid, []int{0}, 7
+	if err := st.UpdateBackend(ctx, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syncBackends(ctx, st, cfg, ids); err != nil {
+		t.Fatal(err)
+	}
+	if f := byName()["free"]; f.NodeID == nil || *f.NodeID != nid || fmt.Sprint(f.GPUIndices) != "[0]" || f.Priority != 7 {
+		t.Errorf("after a restart the admin's placement is gone: %+v", f)
+	}
+	cfg[1].Node = "nowhere"
+	if _, err := syncBackends(ctx, st, cfg, ids); err == nil || !strings.Contains(err.Error(), `node "nowhere"`) {
+		t.Errorf("unknown node: %v", err)
 	}
 }
