@@ -10,7 +10,8 @@
 // (wazero#2459/#2547: never compile the same bytes concurrently); check the
 // exports and their exact signatures (_initialize, mr_abi_version,
 // mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v2.log,
-// mr_v2.f32_format and f32_parse (floats.go), and the WASI functions the Go runtime needs; no path_open, no sockets);
+// mr_v2.f32_format and f32_parse (floats.go), and the WASI functions the
+// Go runtime needs; no path_open, no sockets);
 // instantiate one instance, check mr_abi_version (major 2, minor ≤ ours),
 // mr_init with the plugin's config as JSON, validate the manifest (name,
 // kind as in plugins.yaml), run a self-test call (OpErrorEncode or
