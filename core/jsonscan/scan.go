@@ -262,8 +262,8 @@ str: // s[i] opens a string.
 			}
 		}
 		if anyLens != 0 {
-			// Most keys fail on their length, as for paths.
-			if l := uint(i - start - 2); esc || l < MaxKeyLen && anyLens>>l&1 != 0 {
+			// Most keys fail on their length or first byte.
+			if l, b := uint(i-start-2), s[start+1]; esc || l < MaxKeyLen && anyLens>>l&1 != 0 && spec.anyFirst[b>>6]>>(b&63)&1 != 0 {
 				apend = spec.matchAny(s[start+1:i], esc)
 			}
 		}

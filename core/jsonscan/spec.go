@@ -22,6 +22,7 @@ type Spec struct {
 	pathMarks []pathMark
 	anyKeys   []anyKey
 	anyLens   uint64
+	anyFirst  [4]uint64 // bit b: an any-depth key starts with byte b
 }
 
 // A markCond is what a marker's value must be: a JSON string equal to
@@ -147,6 +148,7 @@ func (s *Spec) addAny(key string, c markCond) {
 	}
 	s.anyKeys = append(s.anyKeys, k)
 	s.anyLens |= 1 << (len(key) - 1)
+	s.anyFirst[key[0]>>6] |= 1 << (key[0] & 63)
 }
 
 func validKey(k string) bool {
