@@ -211,3 +211,34 @@ func rangeErr(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == CodeRange
 }
+
+// BenchmarkAppend and BenchmarkParse: the host's side of one request's
+// 3,072 floats (8×384), natively.
+func BenchmarkAppend(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vec := make([]float32, 3072)
+	for i := range vec {
+		vec[i] = float32(r.NormFloat64() * 0.05)
+	}
+	buf := make([]byte, 0, 64<<10)
+	for _, s := range []Style{StyleG, StyleJS} {
+		b.Run("style"+strconv.Itoa(int(s)), func(b *testing.B) {
+			for b.Loop() {
+				buf = Append(buf[:0], vec, s)
+			}
+		})
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vec := make([]float32, 3072)
+	for i := range vec {
+		vec[i] = float32(r.NormFloat64() * 0.05)
+	}
+	text := Append(nil, vec, StyleJS)
+	out := make([]float32, 0, len(vec))
+	for b.Loop() {
+		out, _ = Parse(out[:0], text)
+	}
+}
