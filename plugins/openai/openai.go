@@ -37,7 +37,7 @@ func Manifest() sdk.Manifest {
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
 					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
 					// What the request needs from its model (ABI 2.6).
-					Vision: []string{"*.type=image_url"}, Tools: []string{"tools"},
+					Vision: []string{"*.type=image_url"}, Tools: []string{"tools", "functions"}, // functions: the legacy form
 					Structured: []string{"response_format.type=json_object", "response_format.type=json_schema"},
 				}},
 			{Name: RouteCompletions, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/completions",
