@@ -151,7 +151,7 @@ func (ex *exchange) encode(b *backend.Backend) error {
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
 	m := b.Status().Models[ex.req.Model] // one lookup for both hints
 	ctxLen := m.ContextLength
-	ctxCap, err := ex.contextCap(ctxLen)
+	ctxCap, err := ex.contextCap(b, ctxLen)
 	if err != nil {
 		return err
 	}

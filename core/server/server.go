@@ -76,6 +76,8 @@ type Server struct {
 
 	fetcher *fetchguard.Fetcher // nil: images.fetch is off
 	tokens  *tokens.Counter
+	// vllmMemo: vLLM /tokenize counts near the context limit (vllmcount.go).
+	vllmMemo *countMemo
 
 	exchanges sync.Pool
 	baseCtx   context.Context
@@ -118,6 +120,7 @@ func New(ctx context.Context, o Options) *Server {
 		s.metricsKey = []byte(k)
 	}
 	s.tokens = tokens.New(o.Config.Limits.TokenizeMaxChars)
+	s.vllmMemo = newCountMemo(vllmMemoSize)
 	if len(s.observers) > 0 && o.Config.AuditContent() {
 		s.keep = o.Config.Audit.MaxContentBytes
 	}
