@@ -85,6 +85,10 @@ type Config struct {
 	// requests meets the same faults. Generated text does not depend on it.
 	Seed int64
 
+	// NoTokenize makes /tokenize and /detokenize answer 404, as a vLLM
+	// behind a proxy that routes only the /v1 API does.
+	NoTokenize bool
+
 	// MaxModelLen is the context length reported by /v1/models, /tokenize and
 	// /api/show and enforced on vLLM requests. 0 means DefaultMaxModelLen.
 	MaxModelLen int

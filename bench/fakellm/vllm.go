@@ -49,11 +49,15 @@ func (s *Server) handleVLLM(ctx *fasthttp.RequestCtx) {
 			s.vllmEmbeddings(ctx)
 		}
 	case "/tokenize":
-		if s.vllmMethod(ctx, fasthttp.MethodPost) {
+		if s.cfg.NoTokenize {
+			vllmDetail(ctx, fasthttp.StatusNotFound, "Not Found")
+		} else if s.vllmMethod(ctx, fasthttp.MethodPost) {
 			s.vllmTokenize(ctx)
 		}
 	case "/detokenize":
-		if s.vllmMethod(ctx, fasthttp.MethodPost) {
+		if s.cfg.NoTokenize {
+			vllmDetail(ctx, fasthttp.StatusNotFound, "Not Found")
+		} else if s.vllmMethod(ctx, fasthttp.MethodPost) {
 			s.vllmDetokenize(ctx)
 		}
 	case "/v1/rerank", "/rerank", "/v2/rerank":

@@ -529,6 +529,20 @@ func TestVLLMTokenize(t *testing.T) {
 	}
 }
 
+// NoTokenize: a vLLM whose /tokenize is not routed answers 404 there and
+// still serves chat.
+func TestVLLMNoTokenize(t *testing.T) {
+	_, url := startServer(t, Config{NoTokenize: true})
+	for _, path := range []string{"/tokenize", "/detokenize"} {
+		if code, _, body := post(t, url+path, `{"model":"qwen3-8b","prompt":"hi"}`); code != 404 {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	if code, _, body := post(t, url+"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"hi"}]}`); code != 200 {
+		t.Errorf("chat: %d %s", code, body)
+	}
+}
+
 func TestVLLMRerankScore(t *testing.T) {
 	_, url := startServer(t, Config{})
 	for _, path := range []string{"/v1/rerank", "/rerank"} {
