@@ -192,6 +192,12 @@ import (
 //     vectors as JSON numbers, formatted and parsed natively; see the module
 //     contract above). A plugin that imports them needs a 2.6 host: an
 //     older one refuses the import at load, naming it.
+//     Also in 2.6: sdk.Routing.Vision, Tools and Structured — markers
+//     (PATH, PATH=VALUE, *.KEY, *.KEY=VALUE) of what a request needs from
+//     its model, read natively by the host in its pre-check scan before
+//     admission, so a request is placed only on backends whose model can
+//     serve it (else 400 model_capability); a route declaring none needs
+//     nothing.
 const (
 	VersionMajor = 2
 	VersionMinor = 6
