@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +44,10 @@ const (
 	vllmCountTimeout = 2 * time.Second
 	// vllmMemoSize bounds the memo: ~100 bytes an entry.
 	vllmMemoSize = 4096
+	// vllmCountBackoff: a backend whose /tokenize is absent (404, 405,
+	// 501) or unreachable or slow is not asked again for this long, so
+	// that a near-limit request does not pay a failing round trip each.
+	vllmCountBackoff = 30 * time.Second
 )
 
 // errNoCount: /tokenize answered without a usable count.
@@ -93,7 +98,7 @@ func parseTokenizeResponse(body []byte) (count, maxLen int, err error) {
 	var p fastjson.Parser
 	v, err := p.ParseBytes(body)
 	if err != nil {
-		return 0, 0, fmt.Errorf("parse the /tokenize answer: %w", err)
+		return 0, 0, fmt.Errorf("%w: %w", errNoCount, err)
 	}
 	c := v.Get("count")
 	if c == nil {
@@ -124,6 +129,9 @@ type countMemo struct {
 	slots []memoSlot
 	hand  int
 	max   int
+	// until: backends not to ask before then (vllmCountBackoff); one
+	// entry per backend name, so bounded by the configuration.
+	until map[string]time.Time
 }
 
 type memoSlot struct {
@@ -133,7 +141,25 @@ type memoSlot struct {
 }
 
 func newCountMemo(max int) *countMemo {
-	return &countMemo{index: make(map[countKey]int, max), max: max}
+	return &countMemo{index: make(map[countKey]int, max), max: max, until: map[string]time.Time{}}
+}
+
+// usable says whether backend may be asked now.
+func (m *countMemo) usable(backend string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, ok := m.until[backend]
+	if ok && !now.Before(u) {
+		delete(m.until, backend)
+	}
+	return !ok || !now.Before(u)
+}
+
+// backOff stops asking backend until then.
+func (m *countMemo) backOff(backend string, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.until[backend] = until
 }
 
 func (m *countMemo) get(k countKey) (vllmCount, bool) {
@@ -199,8 +225,15 @@ func (ex *exchange) vllmCount(b *backend.Backend, ctxLen int) (vllmCount, bool) 
 	if v, ok := s.vllmMemo.get(key); ok {
 		return v, true
 	}
+	now := time.Now()
+	if !s.vllmMemo.usable(b.Name, now) {
+		return vllmCount{}, false
+	}
 	v, err := tokenizeOn(ex.ctx, b, ex.id, body)
 	if err != nil {
+		if backendWide(err) && ex.ctx.Err() == nil {
+			s.vllmMemo.backOff(b.Name, now.Add(vllmCountBackoff))
+		}
 		s.countFallback(ex, b, "POST /tokenize", err)
 		return vllmCount{}, false
 	}
@@ -222,10 +255,26 @@ func tokenizeOn(ctx context.Context, b *backend.Backend, reqID string, body []by
 		return vllmCount{}, err
 	}
 	if code := resp.StatusCode(); code != fasthttp.StatusOK {
-		return vllmCount{}, fmt.Errorf("HTTP %d", code)
+		return vllmCount{}, tokenizeStatus(code)
 	}
 	n, maxLen, err := parseTokenizeResponse(resp.Body())
 	return vllmCount{count: n, maxLen: maxLen}, err
+}
+
+// tokenizeStatus is a /tokenize answer other than 200.
+type tokenizeStatus int
+
+func (c tokenizeStatus) Error() string { return "HTTP " + strconv.Itoa(int(c)) }
+
+// backendWide says whether a /tokenize failure is the backend's, not this
+// request's: no such route, or no answer in time. A 400 about one
+// request's messages, or a 500, leaves the next request free to ask.
+func backendWide(err error) bool {
+	var st tokenizeStatus
+	if errors.As(err, &st) {
+		return st == fasthttp.StatusNotFound || st == fasthttp.StatusMethodNotAllowed || st == fasthttp.StatusNotImplemented
+	}
+	return !errors.Is(err, errNoCount) // else a transport error or timeout
 }
 
 // countFallback notes, at debug level, why a vLLM count was not had.

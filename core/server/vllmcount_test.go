@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestAppendTokenizeBody(t *testing.T) {
@@ -71,7 +74,7 @@ func TestParseTokenizeResponse(t *testing.T) {
 		{name: "an error body", body: `{"object":"error","message":"x","code":400}`, err: true, noCount: true},
 		{name: "negative", body: `{"count":-1}`, err: true, noCount: true},
 		{name: "not a number", body: `{"count":"3"}`, err: true, noCount: true},
-		{name: "HTML", body: `<html>404</html>`, err: true},
+		{name: "HTML", body: `<html>404</html>`, err: true, noCount: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, m, err := parseTokenizeResponse([]byte(tc.body))
@@ -152,5 +155,41 @@ func TestCountMemo_Concurrent(t *testing.T) {
 	wg.Wait()
 	if n := m.len(); n != 64 {
 		t.Errorf("len = %d, want 64", n)
+	}
+}
+
+func TestBackendWide(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no route", tokenizeStatus(404), true},
+		{"method not allowed", tokenizeStatus(405), true},
+		{"not implemented", tokenizeStatus(501), true},
+		{"this request's messages refused", tokenizeStatus(400), false},
+		{"a server error", tokenizeStatus(500), false},
+		{"no count", errNoCount, false},
+		{"timeout", fasthttp.ErrTimeout, true},
+		{"refused", errors.New("dial tcp: connection refused"), true},
+	} {
+		if got := backendWide(tc.err); got != tc.want {
+			t.Errorf("%s: backendWide(%v) = %v", tc.name, tc.err, got)
+		}
+	}
+}
+
+func TestCountMemo_BackOff(t *testing.T) {
+	m := newCountMemo(4)
+	now := time.Now()
+	if !m.usable("b", now) {
+		t.Fatal("a fresh backend is not usable")
+	}
+	m.backOff("b", now.Add(time.Minute))
+	if m.usable("b", now.Add(59*time.Second)) || !m.usable("other", now) {
+		t.Error("the back-off does not hold, or holds for another backend")
+	}
+	if !m.usable("b", now.Add(time.Minute)) || len(m.until) != 0 {
+		t.Errorf("after the back-off: still off, or %d entries kept", len(m.until))
 	}
 }
