@@ -53,6 +53,9 @@ const (
 // errNoCount: /tokenize answered without a usable count.
 var errNoCount = errors.New("no token count in the answer")
 
+// tokenizeParsers parse the adapter's chat bodies and /tokenize answers.
+var tokenizeParsers fastjson.ParserPool
+
 // tokenizeFields are the TokenizeChatRequest fields copied from the
 // adapter's chat body; add_generation_prompt defaults to true as in vLLM.
 var tokenizeFields = [...]string{"messages", "tools", "chat_template", "chat_template_kwargs",
@@ -61,7 +64,8 @@ var tokenizeFields = [...]string{"messages", "tools", "chat_template", "chat_tem
 // appendTokenizeBody writes the /tokenize body for an OpenAI chat body as
 // the vLLM adapter encoded it (its model is the backend's name for it).
 func appendTokenizeBody(dst, chat []byte) ([]byte, error) {
-	var p fastjson.Parser
+	p := tokenizeParsers.Get()
+	defer tokenizeParsers.Put(p)
 	v, err := p.ParseBytes(chat)
 	if err != nil {
 		return dst, fmt.Errorf("parse the adapter's chat body: %w", err)
@@ -95,7 +99,8 @@ func appendTokenizeBody(dst, chat []byte) ([]byte, error) {
 // parseTokenizeResponse reads TokenizeResponse's count and max_model_len
 // (0 when absent).
 func parseTokenizeResponse(body []byte) (count, maxLen int, err error) {
-	var p fastjson.Parser
+	p := tokenizeParsers.Get()
+	defer tokenizeParsers.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", errNoCount, err)

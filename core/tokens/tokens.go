@@ -4,7 +4,8 @@
 // counts differently, so a count from here is an estimate: close for
 // English text (within ~10–20% of Llama and Qwen tokenizers), rougher for
 // other scripts and code. Exact counts need the backend's own tokenizer
-// (vLLM /tokenize), which the scheduler's context capping will use.
+// (vLLM /tokenize), which context capping asks near the limit on vLLM
+// backends (core/server/vllmcount.go), with this count as the fallback.
 package tokens
 
 import (
