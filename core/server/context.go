@@ -11,10 +11,9 @@ import (
 )
 
 // Context capping. A request whose input and requested output come near
-// the model's context window on the chosen backend is counted with the
-// gateway's tokenizer (core/tokens: tiktoken cl100k, offline): an input
-// that does not fit is a 400 in the client's dialect before any backend
-// is called, and the output is capped to what fits, so the backend does
+// the model's context window on the chosen backend is counted: an input
+// that does not fit is a 400 in the client's dialect before the backend
+// is asked to generate, and the output is capped to what fits, so it does
 // not refuse max_tokens or stop mid-way for lack of room. Far from the
 // limit (the common case) nothing is counted: the quick byte estimate
 // decides, at no cost.
@@ -23,10 +22,10 @@ import (
 // /tokenize, memoised), with the chat template applied: exact, so the
 // margin is ctxExactMarginTokens only, against a BOS or similar special
 // token that some vLLM versions add on one path and not the other. On
-// Ollama (no tokenize API), or when /tokenize fails, the generic
-// tokenizer counts; it is not the model's, so the margin absorbs the
-// difference (ctxMarginPct of the input, plus ctxMarginTokens for the
-// chat template).
+// Ollama (no tokenize API), or when /tokenize fails, the gateway's
+// generic tokenizer counts (core/tokens: tiktoken cl100k, offline); it is
+// not the model's, so the margin absorbs the difference (ctxMarginPct of
+// the input, plus ctxMarginTokens for the chat template).
 const (
 	ctxMarginPct         = 10
 	ctxMarginTokens      = 16
