@@ -8,6 +8,7 @@ package rawjson
 import (
 	"strconv"
 
+	"github.com/mindrouter/mindrouter/sdk/f32json"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 	"github.com/valyala/fastjson"
 )
@@ -69,41 +70,4 @@ func appendNumber(b []byte, v *fastjson.Value) []byte {
 }
 
 // ValidNumber reports whether s matches the JSON number grammar.
-func ValidNumber(s []byte) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	return i == len(s)
-}
+func ValidNumber(s []byte) bool { return f32json.ValidNumber(s) }
