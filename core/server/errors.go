@@ -185,7 +185,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 
 func (s *Server) logRequest(ex *exchange) {
 	o := &ex.out
-	s.met.observe(o.Route, o.Status, o.Duration)
+	s.met.observeOutcome(o, s.reg)
 	lvl := slog.LevelInfo
 	if o.Status >= 500 {
 		lvl = slog.LevelWarn

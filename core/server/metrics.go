@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/outcome"
 )
 
 // latency buckets in seconds, for the request duration histogram.
@@ -17,11 +18,6 @@ var buckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 type routeKey struct {
 	route  string
 	status int
-}
-
-type histogram struct {
-	counts [len(buckets) + 1]atomic.Uint64
-	sumNs  atomic.Uint64
 }
 
 // metrics are the gateway's own counters; each update is a read-locked map
@@ -35,10 +31,18 @@ type metrics struct {
 	chunks      atomic.Uint64
 	disconnects atomic.Uint64
 	connRefused atomic.Uint64
+	st          *stageMetrics
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[routeKey]*atomic.Uint64{}, latency: map[string]*histogram{}}
+	return &metrics{requests: map[routeKey]*atomic.Uint64{}, latency: map[string]*histogram{}, st: newStageMetrics()}
+}
+
+// observeOutcome records a finished request: its route and status, and
+// its stages, backend, first token and tokens.
+func (m *metrics) observeOutcome(o *outcome.Outcome, reg *backend.Registry) {
+	m.observe(o.Route, o.Status, o.Duration)
+	m.st.observe(o, reg)
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
@@ -56,19 +60,13 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 			m.requests[key] = c
 		}
 		if hist = m.latency[route]; hist == nil {
-			hist = new(histogram)
+			hist = newHistogram(buckets[:])
 			m.latency[route] = hist
 		}
 		m.mu.Unlock()
 	}
 	c.Add(1)
-	sec := d.Seconds()
-	i := 0
-	for i < len(buckets) && sec > buckets[i] {
-		i++
-	}
-	hist.counts[i].Add(1)
-	hist.sumNs.Add(uint64(d))
+	hist.observe(d)
 }
 
 func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
@@ -97,17 +95,9 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	}
 	sort.Strings(routes)
 	for _, r := range routes {
-		hist := m.latency[r]
-		var cum uint64
-		for i, b := range buckets {
-			cum += hist.counts[i].Load()
-			fmt.Fprintf(w, "mindrouter_request_duration_seconds_bucket{route=%q,le=\"%g\"} %d\n", r, b, cum)
-		}
-		cum += hist.counts[len(buckets)].Load()
-		fmt.Fprintf(w, "mindrouter_request_duration_seconds_bucket{route=%q,le=\"+Inf\"} %d\n", r, cum)
-		fmt.Fprintf(w, "mindrouter_request_duration_seconds_sum{route=%q} %g\n", r, float64(hist.sumNs.Load())/1e9)
-		fmt.Fprintf(w, "mindrouter_request_duration_seconds_count{route=%q} %d\n", r, cum)
+		m.latency[r].write(w, "mindrouter_request_duration_seconds", fmt.Sprintf("route=%q", r))
 	}
+	m.st.write(w)
 	fmt.Fprintln(w, "# TYPE mindrouter_streams_active gauge")
 	fmt.Fprintf(w, "mindrouter_streams_active %d\n", m.streams.Load())
 	fmt.Fprintln(w, "# TYPE mindrouter_stream_writes_total counter")
@@ -124,6 +114,11 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	fmt.Fprintln(w, "# TYPE mindrouter_backend_in_flight gauge")
 	for _, b := range reg.Backends() {
 		fmt.Fprintf(w, "mindrouter_backend_in_flight{backend=%q} %d\n", b.Name, b.InFlight())
+	}
+	fmt.Fprintln(w, "# HELP mindrouter_backend_waiting Requests waiting for a slot on the backend.")
+	fmt.Fprintln(w, "# TYPE mindrouter_backend_waiting gauge")
+	for _, b := range reg.Backends() {
+		fmt.Fprintf(w, "mindrouter_backend_waiting{backend=%q} %d\n", b.Name, b.Waiting())
 	}
 	fmt.Fprintln(w, "# TYPE mindrouter_backend_healthy gauge")
 	for _, b := range reg.Backends() {
