@@ -128,7 +128,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		searcher = aud.search
 	}
 	admitter, kick, fleetC := newScheduler(o.Config, reg, aud != nil, acct.rdb, o.Replica, log)
-	var metrics []func(io.Writer)
+	metrics := []func(io.Writer){queueMetrics(admitter, reg)}
 	if aud != nil {
 		metrics = append(metrics, auditMetrics(aud.rec))
 	}

@@ -3,8 +3,10 @@ package gateway
 import (
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/mindrouter/mindrouter/core/audit"
+	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/sched"
 )
 
@@ -58,5 +60,40 @@ func fleetMetrics(f *sched.Fleet) func(io.Writer) {
 			down = 1
 		}
 		fmt.Fprintf(w, "mindrouter_fleet_redis_down %d\n", down)
+	}
+}
+
+// queueMetrics writes the fair scheduler's queues for /metrics: requests
+// waiting for a slot per model, and how long the oldest has waited. Every
+// model a backend serves has a series (0 when none waits), so a queue that
+// empties reads 0 rather than vanishing. The least_loaded policy has no
+// model queues: its waiters are mindrouter_backend_waiting.
+func queueMetrics(adm sched.Admitter, reg *backend.Registry) func(io.Writer) {
+	q, _ := adm.(interface{ Queues() []sched.QueueStat })
+	return func(w io.Writer) {
+		byModel := map[string]sched.QueueStat{}
+		for _, m := range reg.Models().Models {
+			byModel[m.ID] = sched.QueueStat{Model: m.ID}
+		}
+		if q != nil {
+			for _, st := range q.Queues() {
+				byModel[st.Model] = st
+			}
+		}
+		models := make([]string, 0, len(byModel))
+		for m := range byModel {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		fmt.Fprintln(w, "# HELP mindrouter_queue_waiting Requests waiting in the fair scheduler for a backend slot, by model.")
+		fmt.Fprintln(w, "# TYPE mindrouter_queue_waiting gauge")
+		for _, m := range models {
+			fmt.Fprintf(w, "mindrouter_queue_waiting{model=%q} %d\n", m, byModel[m].Waiting)
+		}
+		fmt.Fprintln(w, "# HELP mindrouter_queue_oldest_wait_seconds How long the oldest waiting request of the model has waited.")
+		fmt.Fprintln(w, "# TYPE mindrouter_queue_oldest_wait_seconds gauge")
+		for _, m := range models {
+			fmt.Fprintf(w, "mindrouter_queue_oldest_wait_seconds{model=%q} %g\n", m, byModel[m].OldestWait.Seconds())
+		}
 	}
 }
