@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 
@@ -174,5 +176,44 @@ func TestDashboard_MetricsExported(t *testing.T) {
 	}
 	if _, ok := metricValue(m, fmt.Sprintf(`mindrouter_queue_waiting{model=%q}`, vllmModel)); !ok {
 		t.Errorf("no queue gauge for %s", vllmModel)
+	}
+}
+
+// mindrouter_queue_waiting counts the requests the fair scheduler holds
+// for a slot: eight at once against a backend of four slots whose answers
+// take a while leave four waiting, and none once they are served.
+func TestMetrics_QueueWaiting(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{TTFT: 1500 * time.Millisecond}, "")
+	series := fmt.Sprintf(`mindrouter_queue_waiting{model=%q}`, ollamaModel)
+	if v, ok := metricValue(scrape(t, e.base+"/metrics", ""), series); !ok || v != 0 {
+		t.Fatalf("idle: %s = %v (found %v), want 0", series, v, ok)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			_, err := e.client.Chat.Completions.New(context.Background(), chatParams(ollamaModel, "Wait"))
+			errs <- err
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var peak float64
+	for time.Now().Before(deadline) && peak < 4 {
+		v, _ := metricValue(scrape(t, e.base+"/metrics", ""), series)
+		peak = max(peak, v)
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak != 4 {
+		t.Errorf("%s peaked at %v with 8 requests on 4 slots, want 4", series, peak)
+	}
+	if v, _ := metricValue(scrape(t, e.base+"/metrics", ""), series); v != 0 {
+		t.Errorf("after the requests: %s = %v, want 0", series, v)
 	}
 }
