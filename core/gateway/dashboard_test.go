@@ -203,6 +203,19 @@ func TestMetrics_QueueWaiting(t *testing.T) {
 		peak = max(peak, v)
 		time.Sleep(20 * time.Millisecond)
 	}
+	// /status tells the same queue (it once summed backends' waiting
+	// counts, which only least_loaded keeps: always 0 under fair).
+	if peak == 4 {
+		var st struct {
+			Queue struct{ Waiting int } `json:"queue"`
+		}
+		if err := json.Unmarshal([]byte(scrape(t, e.base+"/status", "")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Queue.Waiting != 4 {
+			t.Errorf("/status queue.waiting = %d while 4 requests wait", st.Queue.Waiting)
+		}
+	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {

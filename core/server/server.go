@@ -291,6 +291,14 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 		waiting += b.Waiting()
 		inFlight += b.InFlight()
 	}
+	// The fair scheduler queues per model, not on backends (whose count
+	// only least_loaded keeps).
+	if q, ok := s.admitter.(interface{ Queues() []sched.QueueStat }); ok {
+		waiting = 0
+		for _, st := range q.Queues() {
+			waiting += int64(st.Waiting)
+		}
+	}
 	var w jsonw.W
 	w.Obj()
 	w.Key("service")
