@@ -115,7 +115,7 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	for _, b := range reg.Backends() {
 		fmt.Fprintf(w, "mindrouter_backend_in_flight{backend=%q} %d\n", b.Name, b.InFlight())
 	}
-	fmt.Fprintln(w, "# HELP mindrouter_backend_waiting Requests waiting for a slot on the backend.")
+	fmt.Fprintln(w, "# HELP mindrouter_backend_waiting Requests waiting for a slot on the backend (policy least_loaded; the fair policy queues per model: mindrouter_queue_waiting).")
 	fmt.Fprintln(w, "# TYPE mindrouter_backend_waiting gauge")
 	for _, b := range reg.Backends() {
 		fmt.Fprintf(w, "mindrouter_backend_waiting{backend=%q} %d\n", b.Name, b.Waiting())
