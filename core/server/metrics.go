@@ -26,7 +26,7 @@ type routeKey struct {
 type metrics struct {
 	mu          sync.RWMutex
 	requests    map[routeKey]*atomic.Uint64
-	latency     map[string]*histogram
+	latency     histVec // by route
 	streams     atomic.Int64
 	chunks      atomic.Uint64
 	disconnects atomic.Uint64
@@ -35,7 +35,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[routeKey]*atomic.Uint64{}, latency: map[string]*histogram{}, st: newStageMetrics()}
+	return &metrics{requests: map[routeKey]*atomic.Uint64{}, latency: newHistVec(buckets[:]), st: newStageMetrics()}
 }
 
 // observeOutcome records a finished request: its route and status, and
@@ -51,22 +51,18 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	}
 	key := routeKey{route, status}
 	m.mu.RLock()
-	c, hist := m.requests[key], m.latency[route]
+	c := m.requests[key]
 	m.mu.RUnlock()
-	if c == nil || hist == nil {
+	if c == nil {
 		m.mu.Lock()
 		if c = m.requests[key]; c == nil {
 			c = new(atomic.Uint64)
 			m.requests[key] = c
 		}
-		if hist = m.latency[route]; hist == nil {
-			hist = newHistogram(buckets[:])
-			m.latency[route] = hist
-		}
 		m.mu.Unlock()
 	}
 	c.Add(1)
-	hist.observe(d)
+	m.latency.get(route).observe(d)
 }
 
 func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
@@ -87,16 +83,8 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "mindrouter_requests_total{route=%q,code=\"%d\"} %d\n", k.route, k.status, m.requests[k].Load())
 	}
-	fmt.Fprintln(w, "# HELP mindrouter_request_duration_seconds Time from request to the end of the response (streams: to the last byte).")
-	fmt.Fprintln(w, "# TYPE mindrouter_request_duration_seconds histogram")
-	routes := make([]string, 0, len(m.latency))
-	for r := range m.latency {
-		routes = append(routes, r)
-	}
-	sort.Strings(routes)
-	for _, r := range routes {
-		m.latency[r].write(w, "mindrouter_request_duration_seconds", fmt.Sprintf("route=%q", r))
-	}
+	m.latency.write(w, "mindrouter_request_duration_seconds", "route",
+		"Time from request to the end of the response (streams: to the last byte).")
 	m.st.write(w)
 	fmt.Fprintln(w, "# TYPE mindrouter_streams_active gauge")
 	fmt.Fprintf(w, "mindrouter_streams_active %d\n", m.streams.Load())

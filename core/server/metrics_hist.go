@@ -49,54 +49,69 @@ func (h *histogram) write(w io.Writer, name, label string) {
 	fmt.Fprintf(w, "%s_count{%s} %d\n", name, label, cum)
 }
 
-// histVec is a histogram family with one label. Lookups are read-locked
-// map reads (keys stop changing after warm-up), so observing does not
-// allocate.
-type histVec struct {
-	bounds []float64
-	mu     sync.RWMutex
-	m      map[string]*histogram
+// labeled holds a family's series by label value. Once warm a lookup is
+// a read-locked map read, so observing does not allocate. At most
+// maxLabels values are kept: past that, new ones share "other", so a
+// client sending made-up names cannot grow /metrics. A value is copied
+// when first seen, since it may alias a pooled request buffer.
+type labeled[T any] struct {
+	mu sync.RWMutex
+	m  map[string]*T
+	mk func() *T
 }
 
-func newHistVec(bounds []float64) *histVec {
-	return &histVec{bounds: bounds, m: map[string]*histogram{}}
+func newLabeled[T any](mk func() *T) *labeled[T] {
+	return &labeled[T]{m: map[string]*T{}, mk: mk}
 }
 
-func (v *histVec) get(label string) *histogram {
-	v.mu.RLock()
-	h := v.m[label]
-	v.mu.RUnlock()
-	if h != nil {
-		return h
+func (l *labeled[T]) get(label string) *T {
+	l.mu.RLock()
+	v := l.m[label]
+	l.mu.RUnlock()
+	if v != nil {
+		return v
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if h = v.m[label]; h != nil {
-		return h
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if v = l.m[label]; v != nil {
+		return v
 	}
-	if len(v.m) >= maxLabels {
+	if len(l.m) >= maxLabels {
 		label = "other"
-		if h = v.m[label]; h != nil {
-			return h
+		if v = l.m[label]; v != nil {
+			return v
 		}
 	}
-	// The label may alias a pooled request buffer: keep a copy.
-	h = newHistogram(v.bounds)
-	v.m[strings.Clone(label)] = h
-	return h
+	v = l.mk()
+	l.m[strings.Clone(label)] = v
+	return v
 }
 
-// write writes the family, its series sorted by label value.
-func (v *histVec) write(w io.Writer, name, labelName, help string) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	keys := make([]string, 0, len(v.m))
-	for k := range v.m {
+// each calls f for every series, by label value, under the read lock.
+func (l *labeled[T]) each(f func(label string, v *T)) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	keys := make([]string, 0, len(l.m))
+	for k := range l.m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v.m[k].write(w, name, fmt.Sprintf("%s=%q", labelName, k))
+		f(k, l.m[k])
 	}
+}
+
+// histVec is a histogram family with one label.
+type histVec struct{ *labeled[histogram] }
+
+func newHistVec(bounds []float64) histVec {
+	return histVec{newLabeled(func() *histogram { return newHistogram(bounds) })}
+}
+
+// write writes the family, its series sorted by label value.
+func (v histVec) write(w io.Writer, name, labelName, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+	v.each(func(label string, h *histogram) {
+		h.write(w, name, fmt.Sprintf("%s=%q", labelName, label))
+	})
 }

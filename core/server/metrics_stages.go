@@ -3,9 +3,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"sort"
-	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/mindrouter/mindrouter/core/backend"
@@ -50,16 +47,14 @@ var tokKindNames = [numTokKinds]string{"prompt", "completion", "reasoning"}
 // figures of finished requests.
 type stageMetrics struct {
 	stages  [numStageSeries]*histogram
-	backend *histVec // backend stage time by backend
-	ttft    *histVec // by route
-
-	tokMu  sync.RWMutex
-	tokens map[string]*[numTokKinds]atomic.Uint64 // by model
+	backend histVec                              // backend stage time by backend
+	ttft    histVec                              // by route
+	tokens  *labeled[[numTokKinds]atomic.Uint64] // by model
 }
 
 func newStageMetrics() *stageMetrics {
 	m := &stageMetrics{backend: newHistVec(stageBuckets), ttft: newHistVec(buckets[:]),
-		tokens: map[string]*[numTokKinds]atomic.Uint64{}}
+		tokens: newLabeled(func() *[numTokKinds]atomic.Uint64 { return new([numTokKinds]atomic.Uint64) })}
 	for i := range m.stages {
 		m.stages[i] = newHistogram(stageBuckets)
 	}
@@ -108,26 +103,7 @@ func (m *stageMetrics) tokenCounters(model string) *[numTokKinds]atomic.Uint64 {
 	if model == "" {
 		model = "none"
 	}
-	m.tokMu.RLock()
-	c := m.tokens[model]
-	m.tokMu.RUnlock()
-	if c != nil {
-		return c
-	}
-	m.tokMu.Lock()
-	defer m.tokMu.Unlock()
-	if c = m.tokens[model]; c != nil {
-		return c
-	}
-	if len(m.tokens) >= maxLabels {
-		model = "other"
-		if c = m.tokens[model]; c != nil {
-			return c
-		}
-	}
-	c = new([numTokKinds]atomic.Uint64)
-	m.tokens[strings.Clone(model)] = c
-	return c
+	return m.tokens.get(model)
 }
 
 func (m *stageMetrics) write(w io.Writer) {
@@ -143,17 +119,9 @@ func (m *stageMetrics) write(w io.Writer) {
 		"Time from request to a stream's first byte to the client, by route.")
 	fmt.Fprintln(w, "# HELP mindrouter_tokens_total Tokens by kind and model, as the backends reported them.")
 	fmt.Fprintln(w, "# TYPE mindrouter_tokens_total counter")
-	m.tokMu.RLock()
-	defer m.tokMu.RUnlock()
-	models := make([]string, 0, len(m.tokens))
-	for k := range m.tokens {
-		models = append(models, k)
-	}
-	sort.Strings(models)
-	for _, model := range models {
-		c := m.tokens[model]
+	m.tokens.each(func(model string, c *[numTokKinds]atomic.Uint64) {
 		for k, kind := range tokKindNames {
 			fmt.Fprintf(w, "mindrouter_tokens_total{kind=%q,model=%q} %d\n", kind, model, c[k].Load())
 		}
-	}
+	})
 }
