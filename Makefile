@@ -3,14 +3,16 @@ GO       ?= go
 PLUGINS  := openai anthropic ollamaapi responses vllm ollama bundle
 WASM     := $(PLUGINS:%=plugins/%.wasm)
 CONFIG   ?=
-# -p 1: packages one at a time, so the timing-sensitive tests (GC and
-# ticker stalls during a runaway plugin call, trap isolation) do not share
-# the two cores with another package's load.
-GOFLAGS_TEST ?= -shuffle=on -p 1
+# Test binaries run one at a time (.ci/one-at-a-time holds a lock), so the
+# timing-sensitive tests (GC and ticker stalls during a runaway plugin call,
+# trap isolation) never share the two cores with another package's tests;
+# -p 2 lets the next packages compile and link meanwhile.
+GOFLAGS_TEST ?= -shuffle=on -p 2 -exec $(CURDIR)/.ci/one-at-a-time
+export MINDROUTER_TEST_LOCK ?= $(CURDIR)/.cache/test.lock
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: help build gateway fakellm plugins sidecar run test test-deps matrix tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -39,34 +41,63 @@ run: gateway plugins ## start the gateway on 127.0.0.1:8080 (CONFIG=file to use 
 test-deps: ## install the servers the tests start (Redis, MariaDB; Debian packages) when missing
 	sh deploy/scripts/test-services.sh
 
-test: plugins tidy-check test-deps ## run every test with and without the race detector, vet, and the CGO-free check
+# gotestsum (a go.mod tool) runs go test -json, prints failures and a
+# count, and keeps the JSON in .cache/ (the matrix is written from it).
+TESTSUM  = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
+NORACE   = .ci/norace-tests.sh
+
+test: plugins tidy-check test-deps build-check ## every test once under the race detector, the !race tests once without it, vet, the matrix
+	$(GO) vet ./...
+	$(GO) -C sdk vet ./...
+	@mkdir -p .cache
+	$(TESTSUM) --jsonfile .cache/test-sdk-race.json --raw-command -- $(GO) -C sdk test -json -race $(GOFLAGS_TEST) ./...
+	$(TESTSUM) --jsonfile .cache/test-race.json -- -race $(GOFLAGS_TEST) -timeout 30m ./...
+	@# Allocation budgets and the plugins' wasm parity tests are built !race
+	@# (the race detector changes allocation counts and slows wazero tenfold):
+	@# only they run again, without it.
+	$(run-norace)
+	$(MAKE) --no-print-directory matrix-from MATRIX_JSON=.cache/test-race.json
+
+define run-norace
+$(TESTSUM) --jsonfile .cache/test-norace.json --raw-command -- $(NORACE) run $(GO) $(GOFLAGS_TEST)
+endef
+
+test-norace: plugins ## only the tests built without the race detector (allocation budgets, wasm parity)
+	@mkdir -p .cache
+	$(run-norace)
+
+# The compile checks: the gateway builds without cgo, plugins and the SDK
+# for wasip1, and the SDK's example passes its golden vectors.
+build-check: plugins
 	CGO_ENABLED=0 $(GO) build ./core/... ./sidecar/wire/...
 	CGO_ENABLED=0 $(GO) -C sdk build ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./plugins/...
 	GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build ./...
 	mkdir -p .cache && GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build -buildmode=c-shared -o ../.cache/simple.wasm ./examples/simple/wasm && $(GO) run ./core/cmd/mindrouter plugin check --golden sdk/examples/simple/testdata/vectors .cache/simple.wasm
-	$(GO) vet ./...
-	$(GO) -C sdk vet ./...
-	$(GO) -C sdk test -race $(GOFLAGS_TEST) ./...
-	$(GO) test -race $(GOFLAGS_TEST) -timeout 30m ./...
-	@# Allocation budgets and the plugins' wasm parity tests are built !race
-	@# (the race detector changes allocation counts and slows wazero tenfold).
-	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
-	$(GO) test $(GOFLAGS_TEST) -timeout 20m ./...
-	$(MAKE) --no-print-directory matrix
 
 # The end-to-end SDK tests mark the cells they prove (core/internal/matrix);
-# the table is written from this run, and a failed cell fails the target.
-matrix: plugins test-deps ## docs/conformance.md: client dialect × backend engine, from the SDK tests
+# the table is written from a run's JSON, and a failed cell fails the target.
+matrix: plugins test-deps ## docs/conformance.md: client dialect × backend engine, from the SDK tests alone
 	@mkdir -p .cache
 	$(GO) test -json -count=1 -run 'SDK_|Raw_' ./core/gateway/ > .cache/matrix.json; st=$$?; \
-	  $(GO) run ./core/internal/matrix/cmd/conformance-matrix -o docs/conformance.md < .cache/matrix.json && exit $$st
+	  $(MAKE) --no-print-directory matrix-from MATRIX_JSON=.cache/matrix.json && exit $$st
+
+matrix-from:
+	$(GO) run ./core/internal/matrix/cmd/conformance-matrix -pkg github.com/mindrouter/mindrouter/core/gateway -o docs/conformance.md < $(MATRIX_JSON)
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff
 	$(GO) -C sdk mod tidy -diff
 
-test-short: plugins test-deps ## tests without the race detector
+# The edit loop: every package's tests but the end-to-end gateway suite
+# (core/gateway), without the race detector, packages in parallel. Run
+# `make test` before committing.
+QUICK_PKGS = $(shell $(GO) list ./... | grep -v '/core/gateway$$')
+test-quick: plugins test-deps ## unit tests only (no core/gateway end-to-end suite, no race detector): the edit loop, a few minutes
+	$(GO) -C sdk test ./...
+	$(GO) test $(QUICK_PKGS)
+
+test-short: plugins test-deps ## every test once without the race detector
 	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
 	$(GO) test $(GOFLAGS_TEST) ./...
 

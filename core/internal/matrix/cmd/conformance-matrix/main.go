@@ -3,6 +3,9 @@
 // with matrix.Mark. It exits 1 when a marked cell's test failed.
 //
 //	go test -json -run 'SDK_|Raw_' ./core/gateway/ | go run ./core/internal/matrix/cmd/conformance-matrix -o docs/conformance.md
+//
+// With -pkg it reads only that package's tests: `make test` writes the
+// matrix from its race pass over every package.
 package main
 
 import (
@@ -29,8 +32,9 @@ type cellKey struct{ dialect, feature, engine string }
 
 func main() {
 	out := flag.String("o", "", "write the Markdown here (default stdout)")
+	pkg := flag.String("pkg", "", "read only this package's tests (a run over many packages may repeat test names)")
 	flag.Parse()
-	cells, failed, err := read(os.Stdin)
+	cells, failed, err := read(os.Stdin, *pkg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance-matrix:", err)
 		os.Exit(2)
@@ -58,9 +62,10 @@ type cell struct {
 // read collects the marks of each test (a subtest's marks belong to it) and
 // the tests' results; a mark whose test did not report pass counts as a
 // failure.
-func read(r io.Reader) (map[cellKey]*cell, int, error) {
-	marks := map[string][]cellKey{} // test → cells it marked
-	result := map[string]string{}   // test → pass/fail/skip
+func read(r io.Reader, pkg string) (map[cellKey]*cell, int, error) {
+	type testKey struct{ pkg, test string } // names repeat across packages
+	marks := map[testKey][]cellKey{}        // test → cells it marked
+	result := map[testKey]string{}          // test → pass/fail/skip
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -68,23 +73,25 @@ func read(r io.Reader) (map[cellKey]*cell, int, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue // go test -json interleaves build output
 		}
-		if e.Test == "" {
+		if e.Test == "" || pkg != "" && e.Package != pkg {
 			continue
 		}
 		switch e.Action {
 		case "output":
 			if d, f, en, ok := matrix.ParseMark(e.Output); ok {
-				marks[e.Test] = append(marks[e.Test], cellKey{d, f, en})
+				tk := testKey{e.Package, e.Test}
+				marks[tk] = append(marks[tk], cellKey{d, f, en})
 			}
 		case "pass", "fail", "skip":
-			result[e.Test] = e.Action
+			result[testKey{e.Package, e.Test}] = e.Action
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, 0, err
 	}
 	cells := map[cellKey]*cell{}
-	for test, ks := range marks {
+	for tk, ks := range marks {
+		test := tk.test
 		for _, k := range ks {
 			c := cells[k]
 			if c == nil {
@@ -94,7 +101,7 @@ func read(r io.Reader) (map[cellKey]*cell, int, error) {
 			if !contains(c.tests, test) {
 				c.tests = append(c.tests, test)
 			}
-			if result[test] != "pass" {
+			if result[tk] != "pass" {
 				c.failed = true
 			}
 		}

@@ -17,7 +17,7 @@ func TestReadRender(t *testing.T) {
 		`{"Action":"fail","Test":"TestB"}`,
 		`{"Action":"skip","Test":"TestC"}`,
 	}, "\n")
-	cells, failed, err := read(strings.NewReader(in))
+	cells, failed, err := read(strings.NewReader(in), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestReadRender(t *testing.T) {
 func TestRender_Responses(t *testing.T) {
 	in := `{"Action":"output","Test":"TestR","Output":"    x_test.go:10: matrix-cell responses stored-responses vllm\n"}` + "\n" +
 		`{"Action":"pass","Test":"TestR"}`
-	cells, failed, err := read(strings.NewReader(in))
+	cells, failed, err := read(strings.NewReader(in), "")
 	if err != nil || failed != 0 {
 		t.Fatal(failed, err)
 	}
@@ -67,5 +67,31 @@ func TestRender_Responses(t *testing.T) {
 	}
 	if !strings.Contains(md, "| conversations | n/a (no such API) | n/a (no such API) |") {
 		t.Error("conversations is not n/a for the other dialects")
+	}
+}
+
+// TestRead_PackageFilter: from a run over many packages, -pkg keeps only
+// the gateway's tests, so a same-named failing test elsewhere does not
+// fail a cell.
+func TestRead_PackageFilter(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"output","Package":"m/gw","Test":"TestA","Output":"    x_test.go:10: matrix-cell openai text vllm\n"}`,
+		`{"Action":"output","Package":"m/other","Test":"TestA","Output":"    x_test.go:10: matrix-cell openai text ollama\n"}`,
+		`{"Action":"pass","Package":"m/gw","Test":"TestA"}`,
+		`{"Action":"fail","Package":"m/other","Test":"TestA"}`,
+	}, "\n")
+	cells, failed, err := read(strings.NewReader(in), "m/gw")
+	if err != nil || failed != 0 {
+		t.Fatalf("failed = %d, err = %v", failed, err)
+	}
+	if c := cells[cellKey{"openai", "text", "vllm"}]; c == nil || c.failed {
+		t.Fatalf("openai text vllm = %+v", c)
+	}
+	if c := cells[cellKey{"openai", "text", "ollama"}]; c != nil {
+		t.Fatalf("another package's mark was read: %+v", c)
+	}
+	// Without -pkg each package's test keeps its own result.
+	if _, failed, _ := read(strings.NewReader(in), ""); failed != 1 {
+		t.Fatalf("without -pkg: failed = %d, want 1 (m/other's TestA)", failed)
 	}
 }
