@@ -1,6 +1,11 @@
 // Package auth decides who is calling. The server extracts the API key from
-// the request and asks an Authenticator; accounts, groups and quotas plug in
-// behind the same interface later.
+// the request and asks an Authenticator for the caller's Principal: its
+// user, group, scopes, scheduler weight and quota Limits. This package
+// holds the types and AdminKey, an Authenticator of one key (the gateway
+// uses it to check the configured admin key's shape). The gateway's
+// Authenticator is core/accounts' (users, groups, issued and imported
+// keys, the bootstrap admin key, revocation across replicas), and the
+// Limits a Principal carries are enforced by core/quota.
 package auth
 
 import (

@@ -95,6 +95,24 @@ type Limits struct {
 	// TokenizeMaxChars bounds the text a tokenize route counts (413
 	// beyond): the generic tokenizer counts about 2 MB of text a second.
 	TokenizeMaxChars int `yaml:"tokenize_max_chars"`
+	// Admin bounds the account and admin API (/api/admin/…, /api/me…).
+	Admin AdminLimits `yaml:"admin"`
+}
+
+// AdminLimits bound the account and admin API, whose requests are small
+// JSON objects (the largest, a key import, is under 1 KB), per user and
+// on each replica: a user's keys share one rate and one count in flight.
+type AdminLimits struct {
+	// MaxBodyBytes is the largest body an admin or self-service request
+	// may send (413 beyond); a chunked upload holds at most this much of
+	// limits.max_buffered_body_bytes while it arrives.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// RequestsPerMinute is each user's sustained rate (a burst of as many
+	// is allowed); beyond it, 429 with Retry-After. 0: unlimited.
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	// MaxConcurrent bounds each user's requests in flight (429 beyond).
+	// 0: unlimited.
+	MaxConcurrent int `yaml:"max_concurrent"`
 }
 
 // Timeouts bound each phase of a request.
@@ -358,6 +376,7 @@ func Default() *Config {
 			MaxJSONDepth:         128,
 			MaxJSONValues:        1 << 20,
 			TokenizeMaxChars:     1 << 20,
+			Admin:                AdminLimits{MaxBodyBytes: 1 << 20, RequestsPerMinute: 600, MaxConcurrent: 8},
 		},
 		Timeouts: Timeouts{
 			Request:    Duration(10 * time.Minute),
@@ -483,6 +502,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxJSONValues < 1000 {
 		add("limits.max_json_values: must be >= 1000")
+	}
+	if a := c.Limits.Admin; a.MaxBodyBytes < 1024 || int64(a.MaxBodyBytes) > c.Limits.MaxBufferedBodyBytes {
+		add("limits.admin.max_body_bytes: must be >= 1024 and <= limits.max_buffered_body_bytes")
+	}
+	if c.Limits.Admin.RequestsPerMinute < 0 {
+		add("limits.admin.requests_per_minute: must be >= 0 (0: unlimited)")
+	}
+	if c.Limits.Admin.MaxConcurrent < 0 {
+		add("limits.admin.max_concurrent: must be >= 0 (0: unlimited)")
 	}
 	switch c.Errors.BackendMessages {
 	case "passthrough", "generic":

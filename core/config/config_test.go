@@ -50,6 +50,13 @@ backends:
 		{"bad listen", "listen: nowhere\n", "listen"},
 		{"bad level", "log: {level: loud}\n", "log.level"},
 		{"small body", "limits: {max_body_bytes: 10}\n", "limits.max_body_bytes"},
+		{"admin limits", "limits: {admin: {max_body_bytes: 65536, requests_per_minute: 60, max_concurrent: 2}}\n", ""},
+		{"admin limits off", "limits: {admin: {requests_per_minute: 0, max_concurrent: 0}}\n", ""},
+		{"small admin body", "limits: {admin: {max_body_bytes: 10}}\n", "limits.admin.max_body_bytes"},
+		{"admin body over buffered", "limits: {max_buffered_body_bytes: 2097152, admin: {max_body_bytes: 4194304}}\n", "limits.admin.max_body_bytes"},
+		{"negative admin rate", "limits: {admin: {requests_per_minute: -1}}\n", "limits.admin.requests_per_minute"},
+		{"negative admin concurrency", "limits: {admin: {max_concurrent: -1}}\n", "limits.admin.max_concurrent"},
+		{"unknown admin limit", "limits: {admin: {rpm: 5}}\n", "rpm"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/outcome"
-	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
@@ -85,25 +83,4 @@ func (k keep) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.body, ex.turn = body, turn
 	return nil
-}
-
-// serveKept answers a Keeper's own route: the key checked (inference
-// scope) and counted against the user's request rate, the body read,
-// then the Keeper. Errors are OpenAI's shape (no translator: native).
-func (s *Server) serveKept(ctx *fasthttp.RequestCtx, ex *exchange) {
-	ex.out.Route, ex.out.Kind = "responses-state", string(sdk.EndpointResponses)
-	for _, st := range [...]stage{authenticate{s.authn}, limitStage{s.limiter}, readBody{s}} {
-		t0 := time.Now()
-		err := st.run(ctx, ex)
-		if sn := st.stage(); sn < outcome.NumStages {
-			ex.out.Stages[sn] += time.Since(t0)
-		}
-		if err != nil {
-			s.fail(ctx, ex, err, 0)
-			return
-		}
-	}
-	t0 := time.Now()
-	s.keeper.Serve(ctx, &ex.principal, ex.body)
-	ex.out.Stages[outcome.StageRespond] += time.Since(t0)
 }

@@ -1,8 +1,27 @@
-// Package server is the gateway's HTTP front: a fasthttp handler that runs
-// each request through an ordered chain of native stages (stages.go) —
-// authenticate, limit, read, check, decode, admit, attempt — then answers
-// or relays a stream in the client's own format and hands the request's
-// Outcome to the registered observers.
+// Package server is the gateway's HTTP front: a fasthttp handler that
+// resolves each request to one chain of native stages (chain.go) and runs
+// it, then answers or relays a stream in the client's own format and
+// hands the request's Outcome to the registered observers.
+//
+// Every route runs through a chain; nothing goes around it:
+//   - a plugin route runs its endpoint kind's chain (stages.go
+//     buildChains): chat and responses are authenticate, limit, read,
+//     check, (keep: the stored history, for responses,) decode, budget,
+//     admit, attempt, respond; embeddings, rerank and score the same with
+//     their unary decode, attempt and respond; tokenize authenticate,
+//     limit, read, check, tokenize; models authenticate, read and check
+//     (a one-model route only), models;
+//   - the account and admin API (/api/admin/…, /api/me…): authenticate
+//     (any scope: the Admin checks scopes), the admin limits
+//     (limits.admin), read under limits.admin.max_body_bytes, serve;
+//     errors as {"detail": "…"};
+//   - the Keeper's Responses and Conversations state: authenticate,
+//     limit, read, serve;
+//   - /healthz, /readyz, /status and /metrics: one serve stage, no
+//     exchange.
+//
+// The same resolution answers "Expect: 100-continue", with the checks
+// each chain makes before it reads a body.
 //
 // The pipeline knows endpoint kinds, not route names: a translator's
 // manifest declares each route's kind, and the kind selects the chain.
@@ -23,7 +42,6 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +49,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/pprofhandler"
 
-	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
@@ -41,7 +58,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/core/tokens"
 	"github.com/mindrouter/mindrouter/sdk"
-	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
@@ -61,7 +77,9 @@ type Server struct {
 	met       *metrics
 	ready     atomic.Bool
 	routes    routeTable
-	chains    map[sdk.Endpoint][]stage
+	chains    map[sdk.Endpoint][]stage // the plugin routes' chains, by endpoint kind
+	own       ownChains                // the other routes' chains (chain.go)
+	adminLim  *adminLimiter            // limits.admin; nil: none
 
 	health     atomic.Pointer[func(context.Context) map[string]error]
 	buffered   atomic.Int64 // request body bytes held by all requests
@@ -132,6 +150,8 @@ func New(ctx context.Context, o Options) *Server {
 	}
 	s.routes.host = o.Host
 	s.chains = s.buildChains()
+	s.adminLim = newAdminLimiter(o.Config.Limits.Admin)
+	s.own = s.buildOwnChains()
 	s.exchanges.New = func() any { return newExchange() }
 	lim := o.Config.Limits
 	s.srv = &fasthttp.Server{
@@ -191,9 +211,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting and waits for open requests, up to ctx.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
-// Handle is the fasthttp handler.
+// Handle is the fasthttp handler: it runs the request's chain.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	if s.builtin(ctx) {
+	c, rt := s.resolve(ctx.Method(), ctx.Path())
+	if c.bare {
+		c.run(s, ctx, nil)
 		return
 	}
 	ex := s.exchanges.Get().(*exchange)
@@ -203,77 +225,14 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		ex.noteClient(ctx)
 	}
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	if s.admin != nil && s.admin.Handles(ctx.Path()) {
-		s.serveAdmin(ctx, ex)
+	if rt != nil {
+		ex.setRoute(rt)
+	} else if c.route != "" {
+		ex.out.Route, ex.out.Kind = c.route, c.kind
+	}
+	if c.run(s, ctx, ex) {
 		s.finish(ctx, ex)
-		return
 	}
-	if s.keeper != nil && s.keeper.Serves(ctx.Method(), ctx.Path()) {
-		s.serveKept(ctx, ex)
-		s.finish(ctx, ex)
-		return
-	}
-	rt, allow, known := s.routes.index().lookup(ctx.Method(), ctx.Path())
-	if rt == nil {
-		ctx.SetConnectionClose() // the body, if any, is not read
-		if known {
-			ctx.Response.Header.Set("Allow", allow)
-			s.fail(ctx, ex, apierr.New(canon.ErrInvalidRequest, "method_not_allowed",
-				"method "+logTrunc(ctx.Method())+" is not allowed on "+logTrunc(ctx.Path())+"; allowed: "+allow), fasthttp.StatusMethodNotAllowed)
-		} else {
-			s.fail(ctx, ex, apierr.New(canon.ErrNotFound, "unknown_route",
-				"no route for "+logTrunc(ctx.Method())+" "+logTrunc(ctx.Path())), 0)
-		}
-		s.finish(ctx, ex)
-		return
-	}
-	ex.setRoute(rt)
-	chain, ok := s.chains[rt.kind]
-	if !ok {
-		ctx.SetConnectionClose()
-		s.fail(ctx, ex, apierr.New(canon.ErrNotFound, "unknown_route",
-			"route "+rt.r.Name+" ("+string(rt.kind)+") is not served by this gateway"), 0)
-		s.finish(ctx, ex)
-		return
-	}
-	for _, st := range chain {
-		t0 := time.Now()
-		err := st.run(ctx, ex)
-		if err == errHandedOff {
-			return // a stream owns ex now (its time included) and finishes it
-		}
-		if sn := st.stage(); sn < outcome.NumStages {
-			ex.out.Stages[sn] += time.Since(t0)
-		}
-		if err != nil {
-			s.fail(ctx, ex, err, 0)
-			break
-		}
-	}
-	s.finish(ctx, ex)
-}
-
-// builtin serves the gateway's own endpoints.
-func (s *Server) builtin(ctx *fasthttp.RequestCtx) bool {
-	switch string(ctx.Path()) {
-	case "/healthz":
-		ctx.SetContentType("application/json")
-		ctx.SetBodyString(`{"status":"alive","timestamp":` + strconv.FormatInt(time.Now().Unix(), 10) + "}")
-		return true
-	case "/readyz":
-		s.readyz(ctx)
-		return true
-	case "/status":
-		s.status(ctx)
-		return true
-	case "/metrics":
-		if s.cfg.Metrics.Listen != "" {
-			return false // served on its own listener only: 404 here
-		}
-		s.ServeMetrics(ctx)
-		return true
-	}
-	return false
 }
 
 // status answers GET /status in the reference implementation's shape, so
@@ -426,35 +385,22 @@ func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
 
 // metricsAuthorized checks metrics.key, answering 401 when it is wrong.
 func (s *Server) metricsAuthorized(ctx *fasthttp.RequestCtx) bool {
-	if s.metricsKey != nil {
-		got := auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), nil)
-		if subtle.ConstantTimeCompare(got, s.metricsKey) != 1 {
-			ctx.SetStatusCode(fasthttp.StatusUnauthorized)
-			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			return false
-		}
+	if !s.metricsKeyOK(ctx) {
+		ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
+		return false
 	}
 	return true
 }
 
-// expect answers "Expect: 100-continue" only for a known route and a valid
-// key, so an unauthenticated client never gets to send its body.
-func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
-	rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path())
-	if rt == nil {
-		return fasthttp.StatusExpectationFailed
+// metricsKeyOK reports whether the request carries metrics.key (or none
+// is set).
+func (s *Server) metricsKeyOK(ctx *fasthttp.RequestCtx) bool {
+	if s.metricsKey == nil {
+		return true
 	}
-	key, err := keyFromHeaders(&ctx.Request.Header)
-	if err != nil {
-		return fasthttp.StatusBadRequest
-	}
-	if _, err := s.authn.Authenticate(s.baseCtx, key); err != nil {
-		return fasthttp.StatusUnauthorized
-	}
-	if cl := ctx.Request.Header.ContentLength(); cl > s.cfg.Limits.MaxBodyBytes {
-		return fasthttp.StatusRequestEntityTooLarge
-	}
-	return fasthttp.StatusContinue
+	got := auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), nil)
+	return subtle.ConstantTimeCompare(got, s.metricsKey) == 1
 }
 
 // recoverPanic turns a bug that panics while serving one request into a

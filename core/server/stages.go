@@ -21,10 +21,11 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// stage is one step of the request pipeline with one job. run returns nil
-// to go on, errHandedOff when a stream took over the exchange, or the error
-// to answer in the client's dialect. Each stage's time is recorded on the
-// exchange's Outcome under stage().
+// stage is one step of a route's chain (chain.go) with one job. run
+// returns nil to go on, errHandedOff when a stream took over the exchange,
+// or the error the chain answers in the route's dialect. Each stage's time
+// is recorded on the exchange's Outcome under stage() (not at all for
+// outcome.NumStages).
 type stage interface {
 	stage() outcome.Stage
 	run(ctx *fasthttp.RequestCtx, ex *exchange) error
@@ -33,7 +34,8 @@ type stage interface {
 // errHandedOff: the exchange now belongs to a stream relay.
 var errHandedOff = errors.New("server: exchange handed off to a stream")
 
-// buildChains assembles each endpoint kind's stages.
+// buildChains assembles the stages of each plugin route's endpoint kind;
+// the other routes' chains are in chain.go (buildOwnChains).
 func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	authn := authenticate{s.authn}
 	limit := limitStage{s.limiter}
@@ -66,16 +68,25 @@ type authenticate struct{ authn auth.Authenticator }
 func (authenticate) stage() outcome.Stage { return outcome.StageAuth }
 
 func (a authenticate) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	return authenticateScope(ctx, ex, a.authn, auth.ScopeInference)
+}
+
+func (a authenticate) expect(s *Server, ctx *fasthttp.RequestCtx, _ *route) int {
+	return expectKey(s.baseCtx, ctx, a.authn, auth.ScopeInference)
+}
+
+// authenticateScope checks the key and that it holds scope (0: any key).
+func authenticateScope(ctx *fasthttp.RequestCtx, ex *exchange, authn auth.Authenticator, scope auth.Scope) error {
 	key, err := keyFromHeaders(&ctx.Request.Header)
 	if err != nil {
 		return err
 	}
-	p, err := a.authn.Authenticate(ex.ctx, key)
+	p, err := authn.Authenticate(ex.ctx, key)
 	if err != nil {
 		ctx.SetConnectionClose() // its body is not read
 		return authFailure(err)
 	}
-	if !p.Has(auth.ScopeInference) {
+	if !p.Has(scope) {
 		ctx.SetConnectionClose()
 		return apierr.New(canon.ErrPermission, "insufficient_scope", "this API key may not call the model APIs")
 	}
@@ -141,8 +152,33 @@ type readBody struct{ s *Server }
 func (readBody) stage() outcome.Stage { return outcome.StageRead }
 
 func (r readBody) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
-	s := r.s
-	max := s.cfg.Limits.MaxBodyBytes
+	return readCapped{r.s, r.s.cfg.Limits.MaxBodyBytes}.run(ctx, ex)
+}
+
+func (r readBody) expect(s *Server, ctx *fasthttp.RequestCtx, rt *route) int {
+	return readCapped{r.s, r.s.cfg.Limits.MaxBodyBytes}.expect(s, ctx, rt)
+}
+
+// readCapped is readBody under a route's own cap (limits.admin.max_body_bytes
+// on the admin API). The cap is checked, and is all a chunked body
+// reserves of limits.max_buffered_body_bytes, before anything is
+// reserved.
+type readCapped struct {
+	s   *Server
+	max int
+}
+
+func (readCapped) stage() outcome.Stage { return outcome.StageRead }
+
+func (r readCapped) expect(_ *Server, ctx *fasthttp.RequestCtx, _ *route) int {
+	if ctx.Request.Header.ContentLength() > r.max {
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
+}
+
+func (r readCapped) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
+	s, max := r.s, r.max
 	cl := ctx.Request.Header.ContentLength()
 	if cl > max {
 		ctx.SetConnectionClose()
@@ -388,8 +424,6 @@ func hasControl(s string) bool {
 	return false
 }
 
-// admit asks the scheduler for a backend slot; the wait ends when the
-// client goes away (ex.ctx).
 // budget reserves a budgeted user's tokens for the request (limits.go).
 type budget struct{ unary bool }
 
@@ -399,6 +433,8 @@ func (b budget) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	return ex.reserveTokens(ctx, b.unary)
 }
 
+// admit asks the scheduler for a backend slot; the wait ends when the
+// client goes away (ex.ctx).
 type admit struct{ a sched.Admitter }
 
 func (admit) stage() outcome.Stage { return outcome.StageAdmit }
@@ -407,8 +443,12 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	r := &ex.sreq
 	r.Model, r.User, r.Group, r.Weight = ex.req.Model, ex.principal.User, ex.principal.Group, ex.principal.Weight
 	r.Needs = ex.needs()
-	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens // a rough byte-based estimate until token counting lands
-	ex.watch.start()                                // a client that leaves while queued frees its place
+	// The fair scheduler's cost of the request (its share of a user's
+	// turn): a quarter of the body's bytes plus the output cap, not a
+	// tokenizer's count, which would cost milliseconds per request to
+	// weigh users against each other.
+	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens
+	ex.watch.start() // a client that leaves while queued frees its place
 	l, err := a.a.Admit(ex.ctx, r)
 	if err != nil {
 		if ex.routed && !ex.decoded && ex.ctx.Err() == nil {
@@ -454,4 +494,11 @@ func (m modelBody) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 		return nil
 	}
 	return m.s.run(ctx, ex)
+}
+
+func (m modelBody) expect(s *Server, ctx *fasthttp.RequestCtx, rt *route) int {
+	if e, ok := m.s.(expecter); ok && rt != nil && rt.oneModel() {
+		return e.expect(s, ctx, rt)
+	}
+	return fasthttp.StatusContinue
 }
