@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"strings"
+
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -60,6 +62,16 @@ func styleOf(t canon.ErrorType, status int) errorStyle {
 	return styleOf(canon.ErrInternal, status)
 }
 
+// errorCode is the error.details.error_code a client matches on, or "":
+// MidSystemNotSupported for a mid-conversation system message refused
+// (its code is in the request_decode error's message, or in e.Code).
+func errorCode(e *canon.Error) string {
+	if e.Code == MidSystemNotSupported || e.Type == canon.ErrInvalidRequest && strings.Contains(e.Message, "("+MidSystemNotSupported+")") {
+		return MidSystemNotSupported
+	}
+	return ""
+}
+
 // EncodeError writes {"type":"error","error":{"type","message"},
 // "request_id"}. The HTTP status is left as the host set it. Ending an
 // open stream (meta stream = "1"), the body goes out as an "error" event,
@@ -80,6 +92,11 @@ func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) e
 	b = jsonw.String(b, st.typ)
 	b = append(b, `,"message":`...)
 	b = jsonw.String(b, msg)
+	if code := errorCode(e); code != "" {
+		b = append(b, `,"details":{"error_code":`...)
+		b = jsonw.String(b, code)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	if e.RequestID != "" {
 		b = append(b, `,"request_id":`...)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,42 @@ func TestEncodeError(t *testing.T) {
 		if err := json.Unmarshal(r.Payload, &e); err != nil || string(e.Error.Type) == "" || e.Error.Message == "" {
 			t.Errorf("%s: SDK reads %+v: %v", r.Payload, e, err)
 		}
+	}
+}
+
+// TestEncodeError_MidSystem: a mid-conversation system message the
+// translator refuses answers with the error code Claude Code looks for
+// before it resends without the message (error.details.error_code), from
+// the request_decode error's message as the host passes it on, or from
+// the canonical code.
+func TestEncodeError_MidSystem(t *testing.T) {
+	p := newPlugin()
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`
+	r := call(t, p, abi.OpRequestDecode, 0, nil, []byte(body), "route", RouteMessages)
+	if r.Status != abi.StatusBadInput {
+		t.Fatalf("decode: %s %s", r.Status, r.Error)
+	}
+	for _, e := range []canon.Error{
+		{Status: 400, Type: canon.ErrInvalidRequest, Code: "invalid_request", Message: r.Error},
+		{Status: 400, Type: canon.ErrInvalidRequest, Code: MidSystemNotSupported, Message: "no"},
+	} {
+		out := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages)
+		var got struct {
+			Error struct {
+				Type    string `json:"type"`
+				Details struct {
+					ErrorCode string `json:"error_code"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(out.Payload, &got); err != nil || got.Error.Type != "invalid_request_error" || got.Error.Details.ErrorCode != MidSystemNotSupported {
+			t.Fatalf("%s: %v", out.Payload, err)
+		}
+	}
+	// Other errors carry no details.
+	e := canon.Error{Status: 400, Type: canon.ErrInvalidRequest, Message: "max_tokens is required"}
+	if out := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages); strings.Contains(string(out.Payload), "details") {
+		t.Fatalf("%s", out.Payload)
 	}
 }
 
