@@ -211,3 +211,19 @@ func TestClaudeCode_AdaptiveThinking(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeCode_PromptTooLong (item 6): an input over the model's window
+// is refused in Anthropic's own words, which Claude Code matches before it
+// compacts the conversation: "prompt is too long: N tokens > M maximum".
+func TestClaudeCode_PromptTooLong(t *testing.T) {
+	e := startEnv(t, fakellm.Config{MaxModelLen: ctxWindow}, fakellm.Config{}, "")
+	c := anthropicClient(e, false, adminKey)
+	p := claudeCodeParams(vllmModel)
+	p.Messages[0] = anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(strings.Repeat("word ", 2*ctxWindow)))
+	_, err := c.Beta.Messages.New(context.Background(), p)
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || string(ae.Type()) != "invalid_request_error" ||
+		!strings.HasPrefix(ae.Message, "prompt is too long: ") || !strings.HasSuffix(ae.Message, " tokens > 1000 maximum") {
+		t.Fatalf("%v, want 400 prompt is too long: N tokens > %d maximum", err, ctxWindow)
+	}
+}
