@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -67,6 +68,62 @@ func TestModelCaps(t *testing.T) {
 		patched := string(results["fused"].Payload) == "patched"
 		if wantPatch := tc.caps == "-" || hasCap([]byte(tc.caps), canon.CapVision) && hasCap([]byte(tc.caps), canon.CapTools); patched != wantPatch {
 			t.Errorf("fused, caps %q, %s: patched %v, want %v", tc.caps, tc.body, patched, wantPatch)
+		}
+	}
+}
+
+// thinkTranslator decodes "optional" to thinking on with a budget that
+// may go unmet (ChatRequest.ThinkOptional, Anthropic's thinking), "off" to
+// thinking off, anything else to thinking on that must be met.
+type thinkTranslator struct{ Unimplemented }
+
+func (thinkTranslator) DecodeRequest(_ *Call, body []byte, req *canon.ChatRequest) error {
+	req.Model, req.MaxTokens = "m1", 64
+	req.Messages = []canon.Message{{Role: canon.RoleUser, Content: []canon.Part{{Type: canon.PartText, Text: "hi"}}}}
+	req.Think, req.ThinkBudget = canon.ThinkOn, 100
+	switch string(body) {
+	case "optional":
+		req.ThinkOptional = true
+	case "off":
+		req.Think, req.ThinkBudget, req.ThinkOptional = canon.ThinkOff, 0, true
+	}
+	return nil
+}
+
+// thinkAdapter reports the thinking setting the adapter was given.
+type thinkAdapter struct{ Unimplemented }
+
+func (thinkAdapter) EncodeRequest(_ *Call, req *canon.ChatRequest, out *Output) error {
+	out.Body = append(out.Body, "think="+string(req.Think)+" budget="+strconv.Itoa(req.ThinkBudget)...)
+	return nil
+}
+
+// An optional thinking request (ThinkOptional) is dropped before the
+// adapter encodes when the host's model caps are known and lack
+// "thinking", fused or not; a required one, thinking off, and unknown or
+// thinking caps pass unchanged (the backend decides, as before).
+func TestModelCaps_ThinkOptional(t *testing.T) {
+	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, thinkAdapter{}), TranslatorPart(Manifest{Name: "t"}, thinkTranslator{}))
+	const on, dropped, off = "think=on budget=100", "think= budget=0", "think=off budget=0"
+	for _, tc := range []struct{ caps, body, want string }{
+		{"-", "optional", on}, {"completion,thinking", "optional", on}, {"completion, thinking", "optional", on},
+		{"completion,tools", "optional", dropped}, {"", "optional", dropped},
+		{"completion,tools", "required", on}, {"completion,tools", "off", off},
+	} {
+		var encMeta []byte
+		meta := metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat")
+		if tc.caps != "-" {
+			encMeta = metaList(abi.MetaModelCaps, tc.caps)
+			meta = abi.AppendMeta(meta, abi.MetaModelCaps, tc.caps)
+		}
+		dec := run(t, p, abi.OpRequestDecode, callIdx(1, 0, 0, nil, metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat"), []byte(tc.body)))
+		for path, r := range map[string]copied{
+			"unfused": run(t, p, abi.OpRequestEncode, callIdx(1, 0, 0, nil, encMeta, dec.Payload)),
+			"fused":   run(t, p, abi.OpFusedRequest, callIdx(1, 0, 0, nil, meta, []byte(tc.body))),
+		} {
+			if r.Status != abi.StatusOK || string(r.Payload) != tc.want {
+				t.Errorf("%s, caps %q, %s: %v %q (%s), want %q", path, tc.caps, tc.body, r.Status, r.Payload, r.Error, tc.want)
+			}
 		}
 	}
 }

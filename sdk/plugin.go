@@ -323,11 +323,16 @@ func (p *Plugin) contextLength(c *Call) {
 
 // modelCaps refuses, before the adapter encodes, a request the model
 // cannot serve by the host's abi.MetaModelCaps (2.4): an image without
-// "vision", tools without "tools". Unknown caps (no meta) refuse nothing.
+// "vision", tools without "tools". A thinking request the client lets go
+// unmet (ChatRequest.ThinkOptional) is dropped for a model without
+// "thinking". Unknown caps (no meta) refuse and drop nothing.
 func (p *Plugin) modelCaps(c *Call) error {
 	caps, ok := c.MetaBytes(abi.MetaModelCaps)
 	if !ok {
 		return nil
+	}
+	if p.req.ThinkOptional && p.req.Think != canon.ThinkUnset && p.req.Think != canon.ThinkOff && !hasCap(caps, canon.CapThinking) {
+		p.req.Think, p.req.ThinkBudget = canon.ThinkUnset, 0
 	}
 	if len(p.req.Tools) > 0 && !hasCap(caps, canon.CapTools) {
 		return BadInput("model " + p.req.Model + " does not support tools")

@@ -44,7 +44,10 @@
 //     choice per token) and logprobs/top_logprobs in OpenAI's shape; Ollama
 //     logprobs as its top-level array (Ollama >= 0.12.11).
 //   - Timing: Config.TTFT before the first token, then Config.TPS tokens
-//     per second per stream, paced by one timer per stream. At most
+//     per second per stream, paced by time: each token's due time counts
+//     from the start, and the stream sleeps (one timer per stream) only
+//     when it is ahead by more than 250 µs, so a high TPS costs no timer
+//     per token. At most
 //     Config.MaxConcurrent requests generate at once; the rest queue in
 //     arrival order, as vLLM's scheduler does, and show in
 //     vllm:num_requests_waiting. A client that disconnects frees its slot.

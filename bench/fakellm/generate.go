@@ -123,26 +123,17 @@ func (p *plan) toolArgsText() string {
 // --- shared request parsing -------------------------------------------------
 
 // messageStats counts the prompt tokens of a chat (words of every text
-// content, plus 4 per message for the chat template) and returns the text of
-// the last user message (of the last message when no user spoke).
+// content, plus 4 per message for the chat template, plus the words of
+// promptExtras) and returns the text of the last user message (of the last
+// message when no user spoke). vLLM's /tokenize counts the same tokens
+// (vllm_tokenize.go), as real vLLM's two counts agree.
 func messageStats(msgs []*fastjson.Value) (tokens int, lastUser string) {
 	lastAny := ""
 	for _, m := range msgs {
-		tokens += 4
+		tokens += templateTokens
 		text := messageText(m.Get("content"))
 		tokens += countWords(text)
-		// the reasoning and the arguments of earlier assistant turns are
-		// part of the prompt too
-		tokens += countWordsBytes(m.GetStringBytes("thinking"))
-		for _, tc := range m.GetArray("tool_calls") {
-			if a := tc.Get("function", "arguments"); a != nil {
-				if a.Type() == fastjson.TypeString {
-					tokens += countWordsBytes(a.GetStringBytes())
-				} else {
-					tokens += countWordsBytes(a.MarshalTo(nil))
-				}
-			}
-		}
+		promptExtras(m, func(b []byte) { tokens += countWordsBytes(b) })
 		lastAny = text
 		if string(m.GetStringBytes("role")) == "user" {
 			lastUser = text
@@ -152,6 +143,29 @@ func messageStats(msgs []*fastjson.Value) (tokens int, lastUser string) {
 		lastUser = lastAny
 	}
 	return tokens, lastUser
+}
+
+// templateTokens is the chat template's tokens around each message:
+// <|im_start|>, the role, a newline before the content and <|im_end|>.
+const templateTokens = 4
+
+// promptExtras calls f with each text of message m beyond its content that
+// the simulated chat template puts in the prompt: the reasoning and the
+// arguments of earlier assistant turns. Both the chat path (messageStats)
+// and /tokenize count through it, so they cannot drift apart.
+func promptExtras(m *fastjson.Value, f func([]byte)) {
+	if b := m.GetStringBytes("thinking"); len(b) > 0 {
+		f(b)
+	}
+	for _, tc := range m.GetArray("tool_calls") {
+		if a := tc.Get("function", "arguments"); a != nil {
+			if a.Type() == fastjson.TypeString {
+				f(a.GetStringBytes())
+			} else {
+				f(a.MarshalTo(nil))
+			}
+		}
+	}
 }
 
 // messageText returns the text of a message content: a string, or the text

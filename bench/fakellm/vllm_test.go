@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -526,6 +528,41 @@ func TestVLLMTokenize(t *testing.T) {
 	_, _, body = post(t, url+"/detokenize", `{"model":"qwen3-8b","tokens":`+string(toks)+`}`)
 	if p := decode(t, body)["prompt"]; p != "the model is fast" {
 		t.Errorf("detokenize = %v", p)
+	}
+}
+
+// TestVLLMTokenize_ToolCallTurns: /tokenize counts a chat's prompt as the
+// chat path's usage does, tool-call turns included (the gateway's exact
+// count near the context limit has a margin of a few tokens only; it used
+// to count one token less per assistant tool-call message than usage).
+// The bodies are the vLLM adapter's: tools, assistant messages with
+// content null and tool_calls, tool results.
+func TestVLLMTokenize_ToolCallTurns(t *testing.T) {
+	_, url := startServer(t, Config{MaxModelLen: 4096})
+	raw, err := os.ReadFile(filepath.Join("testdata", "tokenize_tool_turns.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Turns int             `json:"tool_call_turns"`
+		Note  string          `json:"note"`
+		Body  json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	for _, tc := range cases {
+		_, _, body := post(t, url+"/tokenize", string(tc.Body))
+		count := num(t, decode(t, body)["count"])
+		_, _, body = post(t, url+"/v1/chat/completions", string(tc.Body))
+		if pt := num(t, at(t, decode(t, body), "usage", "prompt_tokens")); pt != count {
+			t.Errorf("%d tool-call turns %s: /tokenize count %d, chat prompt_tokens %d", tc.Turns, tc.Note, count, pt)
+		}
+		if tc.Note == "" && count <= last {
+			t.Errorf("%d tool-call turns: count %d, not more than %d", tc.Turns, count, last)
+		}
+		last = count
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 // --- /tokenize, /detokenize ---------------------------------------------------
 
 // Chat-template token ids added around each message: <|im_start|>, the role,
-// a newline before the content and <|im_end|> (4 per message, matching the
-// prompt token count of chat requests).
+// a newline before the content and <|im_end|> (templateTokens per message),
+// then the content's, the reasoning's and the tool-call arguments' tokens
+// (promptExtras): the prompt token count of chat requests (messageStats).
 const (
 	tokIMStart = 151644
 	tokIMEnd   = 151645
@@ -34,6 +35,7 @@ func (s *Server) vllmTokenize(ctx *fasthttp.RequestCtx) {
 			role := string(m.GetStringBytes("role"))
 			ids = append(ids, tokIMStart, 1000+int(hashString(fnvOffset, role)%150000), tokNewline)
 			ids = tokenIDs(ids, messageText(m.Get("content")))
+			promptExtras(m, func(b []byte) { ids = tokenIDs(ids, string(b)) })
 			ids = append(ids, tokIMEnd)
 		}
 	case v.Get("prompt") != nil:

@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"strings"
+
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -60,6 +62,16 @@ func styleOf(t canon.ErrorType, status int) errorStyle {
 	return styleOf(canon.ErrInternal, status)
 }
 
+// errorCode is the error.details.error_code a client matches on, or "":
+// MidSystemNotSupported for a mid-conversation system message refused
+// (its code is in the request_decode error's message, or in e.Code).
+func errorCode(e *canon.Error) string {
+	if e.Code == MidSystemNotSupported || e.Type == canon.ErrInvalidRequest && strings.Contains(e.Message, "("+MidSystemNotSupported+")") {
+		return MidSystemNotSupported
+	}
+	return ""
+}
+
 // EncodeError writes {"type":"error","error":{"type","message"},
 // "request_id"}. The HTTP status is left as the host set it. Ending an
 // open stream (meta stream = "1"), the body goes out as an "error" event,
@@ -75,11 +87,18 @@ func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) e
 	msg := e.Message
 	if msg == "" {
 		msg = st.message
+	} else if e.Code == "context_length_exceeded" && st.typ == "invalid_request_error" && e.Status != 413 {
+		msg = contextMessage(msg)
 	}
 	b = append(b, `{"type":"error","error":{"type":`...)
 	b = jsonw.String(b, st.typ)
 	b = append(b, `,"message":`...)
 	b = jsonw.String(b, msg)
+	if code := errorCode(e); code != "" {
+		b = append(b, `,"details":{"error_code":`...)
+		b = jsonw.String(b, code)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	if e.RequestID != "" {
 		b = append(b, `,"request_id":`...)
@@ -91,4 +110,50 @@ func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) e
 	}
 	out.Body = b
 	return nil
+}
+
+// contextMessage words a context-exceeded error as Anthropic does, which
+// agents match before they compact the conversation (Claude Code):
+// "prompt is too long: N tokens > M maximum", or, when the input fits but
+// not with max_tokens, "input length and `max_tokens` exceed context
+// limit: N + X > M, decrease input length or `max_tokens` and try again".
+// The counts are read from the gateway's own message ("the input is about
+// N tokens; model m's context window is M tokens: ...") or vLLM's ("This
+// model's maximum context length is M tokens. However, your request has N
+// input tokens", "'max_tokens' ... is too large: X. ..."); a message
+// without them (Ollama's) keeps its words after "prompt is too long: ".
+func contextMessage(msg string) string {
+	m, okM := numberAfter(msg, "context window is ")
+	if !okM {
+		m, okM = numberAfter(msg, "maximum context length is ")
+	}
+	n, okN := numberAfter(msg, "the input is about ")
+	if !okN {
+		n, okN = numberAfter(msg, "your request has ")
+	}
+	if !okN {
+		n, okN = numberAfter(msg, "tokens (") // older vLLM: "you requested T tokens (N in the messages, X in the completion)"
+	}
+	if !okM || !okN {
+		return "prompt is too long: " + msg
+	}
+	if x, ok := numberAfter(msg, "is too large: "); ok {
+		return "input length and `max_tokens` exceed context limit: " + n + " + " + x + " > " + m +
+			", decrease input length or `max_tokens` and try again"
+	}
+	return "prompt is too long: " + n + " tokens > " + m + " maximum"
+}
+
+// numberAfter returns the decimal digits that follow the last marker in s.
+func numberAfter(s, marker string) (string, bool) {
+	i := strings.LastIndex(s, marker)
+	if i < 0 {
+		return "", false
+	}
+	s = s[i+len(marker):]
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	return s[:j], j > 0
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,83 @@ func TestEncodeError(t *testing.T) {
 		var e anth.ErrorResponse
 		if err := json.Unmarshal(r.Payload, &e); err != nil || string(e.Error.Type) == "" || e.Error.Message == "" {
 			t.Errorf("%s: SDK reads %+v: %v", r.Payload, e, err)
+		}
+	}
+}
+
+// TestEncodeError_MidSystem: a mid-conversation system message the
+// translator refuses answers with the error code Claude Code looks for
+// before it resends without the message (error.details.error_code), from
+// the request_decode error's message as the host passes it on, or from
+// the canonical code.
+func TestEncodeError_MidSystem(t *testing.T) {
+	p := newPlugin()
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`
+	r := call(t, p, abi.OpRequestDecode, 0, nil, []byte(body), "route", RouteMessages)
+	if r.Status != abi.StatusBadInput {
+		t.Fatalf("decode: %s %s", r.Status, r.Error)
+	}
+	for _, e := range []canon.Error{
+		{Status: 400, Type: canon.ErrInvalidRequest, Code: "invalid_request", Message: r.Error},
+		{Status: 400, Type: canon.ErrInvalidRequest, Code: MidSystemNotSupported, Message: "no"},
+	} {
+		out := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages)
+		var got struct {
+			Error struct {
+				Type    string `json:"type"`
+				Details struct {
+					ErrorCode string `json:"error_code"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(out.Payload, &got); err != nil || got.Error.Type != "invalid_request_error" || got.Error.Details.ErrorCode != MidSystemNotSupported {
+			t.Fatalf("%s: %v", out.Payload, err)
+		}
+	}
+	// Other errors carry no details.
+	e := canon.Error{Status: 400, Type: canon.ErrInvalidRequest, Message: "max_tokens is required"}
+	if out := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages); strings.Contains(string(out.Payload), "details") {
+		t.Fatalf("%s", out.Payload)
+	}
+}
+
+// TestEncodeError_ContextExceeded: a context-exceeded error (code
+// context_length_exceeded, from the gateway's own count or the backend) is
+// worded as Anthropic words it, which agents match before they compact:
+// "prompt is too long: N tokens > M maximum".
+func TestEncodeError_ContextExceeded(t *testing.T) {
+	p := newPlugin()
+	for _, tc := range []struct{ msg, want string }{
+		// core/server's count near the window
+		{"the input is about 40008 tokens; model llama3.2:3b's context window is 32768 tokens: shorten the input",
+			"prompt is too long: 40008 tokens > 32768 maximum"},
+		// vLLM ≥ 0.10
+		{"This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the input messages.",
+			"prompt is too long: 5000 tokens > 4096 maximum"},
+		// older vLLM
+		{"This model's maximum context length is 4096 tokens. However, you requested 5100 tokens (5000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.",
+			"prompt is too long: 5000 tokens > 4096 maximum"},
+		// vLLM: the input fits, max_tokens does not
+		{"'max_tokens' or 'max_completion_tokens' is too large: 714. This model's maximum context length is 1000 tokens and your request has 290 input tokens (714 > 1000 - 290).",
+			"input length and `max_tokens` exceed context limit: 290 + 714 > 1000, decrease input length or `max_tokens` and try again"},
+		// Ollama: no counts
+		{"the input length exceeds the context length", "prompt is too long: the input length exceeds the context length"},
+	} {
+		e := canon.Error{Status: 400, Type: canon.ErrInvalidRequest, Code: "context_length_exceeded", Message: tc.msg}
+		r := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages)
+		var got anth.ErrorResponse
+		if err := json.Unmarshal(r.Payload, &got); err != nil || got.Error.Message != tc.want || string(got.Error.Type) != "invalid_request_error" {
+			t.Errorf("%q:\n got %s\nwant %q", tc.msg, r.Payload, tc.want)
+		}
+	}
+	// Other codes, and the 413 of a stored history, keep their words.
+	for _, e := range []canon.Error{
+		{Status: 400, Type: canon.ErrInvalidRequest, Code: "invalid_request", Message: "the input is about 5 tokens"},
+		{Status: 413, Type: canon.ErrRequestTooLarge, Code: "context_length_exceeded", Message: "the stored history is over the limit"},
+	} {
+		r := call(t, p, abi.OpErrorEncode, 0, nil, e.AppendJSON(nil), "route", RouteMessages)
+		if !strings.Contains(string(r.Payload), `"message":"`+e.Message+`"`) {
+			t.Errorf("%+v: %s", e, r.Payload)
 		}
 	}
 }

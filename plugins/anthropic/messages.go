@@ -82,6 +82,14 @@ func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 			return jsonread.ErrType(jsonread.MsgField(i, "role"), "a string")
 		}
 		cv := o.Get("content")
+		if role == "system" {
+			// A mid-conversation system message (Claude Code, beta
+			// mid-conversation-tool-changes-2026-07-01).
+			if err := decodeMidSystem(o, cv, i, arr[i+1:], req); err != nil {
+				return err
+			}
+			continue
+		}
 		if cv == nil || cv.Type() == fastjson.TypeNull {
 			return jsonread.ErrRequired(jsonread.MsgField(i, "content"))
 		}
@@ -91,14 +99,101 @@ func decodeMessages(v *fastjson.Value, req *canon.ChatRequest) error {
 		case "assistant":
 			err = decodeAssistant(cv, i, req)
 		default:
-			// The Messages API has no system role in messages: the system
-			// prompt is the top-level system field.
-			return sdk.BadInput(jsonread.MsgField(i, "role") + ` "` + role + `" is not supported (use user or assistant; the system prompt is the top-level system field)`)
+			return sdk.BadInput(jsonread.MsgField(i, "role") + ` "` + role + `" is not supported (use user, assistant or system)`)
 		}
 		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// MidSystemNotSupported is the error code (error.details.error_code) of a
+// mid-conversation system message the translator cannot take; Claude Code
+// resends the request without the message when it reads it. The decode
+// error's message carries it (a request_decode failure has no code of its
+// own), and EncodeError turns it into the details object.
+const MidSystemNotSupported = "mid_conversation_system_not_supported"
+
+// decodeMidSystem reads a system message inside messages (Anthropic's
+// mid-conversation system messages: content a string or an array of text
+// blocks, cache_control ignored; clear_at; output_config, whose effort is
+// not carried, as the top-level one is not) and merges its text into the
+// system prompt: the system message at the head of req.Messages, made when
+// the request has none, its text after the prompt's, a blank line between.
+// Keeping it at its position would say more, but many open-weights chat
+// templates (Mistral, Gemma and others) take a system message only
+// first and fail or drop it elsewhere, and the translator does not know
+// the backend's template; merged, every template takes it. A message with
+// clear_at "next_user_message" is shown only until a later user message
+// exists, so one followed by a user message adds nothing. A block other
+// than text (tool_addition and tool_removal, the tool changes of the same
+// beta, or anything else) cannot be part of a system prompt: the request
+// is refused with MidSystemNotSupported, so the client resends without it.
+func decodeMidSystem(o *fastjson.Object, v *fastjson.Value, i int, later []*fastjson.Value, req *canon.ChatRequest) error {
+	if cv := o.Get("clear_at"); cv != nil && cv.Type() != fastjson.TypeNull {
+		s, ok := jsonread.Str(cv)
+		switch {
+		case !ok || s != "never" && s != "next_user_message":
+			return jsonread.ErrType(jsonread.MsgField(i, "clear_at"), `"never" or "next_user_message"`)
+		case s == "next_user_message":
+			for _, m := range later {
+				if r := m.Get("role"); r != nil && jsonread.IsStr(r, "user") {
+					return nil
+				}
+			}
+		}
+	}
+	if v == nil || v.Type() == fastjson.TypeNull {
+		if oc := o.Get("output_config"); oc == nil || oc.Type() == fastjson.TypeNull {
+			return jsonread.ErrRequired(jsonread.MsgField(i, "content"))
+		}
+		return nil
+	}
+	text, arr, err := blocks(v, i)
+	if err != nil {
+		return err
+	}
+	var parts []canon.Part
+	if arr == nil {
+		if text != "" {
+			parts = []canon.Part{{Type: canon.PartText, Text: text}}
+		}
+	}
+	for j, bv := range arr {
+		path := blockPath(i, j)
+		o, err := bv.Object()
+		if err != nil {
+			return jsonread.ErrType(path, "an object")
+		}
+		typ, err := blockType(o, path)
+		if err != nil {
+			return err
+		}
+		if typ != "text" {
+			return sdk.BadInput(path + ".type: a mid-conversation system message can hold text blocks only here, not " + typ + " (" + MidSystemNotSupported + ")")
+		}
+		s, err := textField(o, path)
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			parts = append(parts, canon.Part{Type: canon.PartText, Text: s})
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if len(req.Messages) == 0 || req.Messages[0].Role != canon.RoleSystem {
+		req.Messages = append(req.Messages, canon.Message{})
+		copy(req.Messages[1:], req.Messages)
+		req.Messages[0] = canon.Message{Role: canon.RoleSystem}
+	}
+	sys := &req.Messages[0]
+	if len(sys.Content) > 0 {
+		parts[0].Text = "\n\n" + parts[0].Text
+	}
+	sys.Content = append(sys.Content, parts...)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,7 +74,13 @@ func TestDecodeRequest_Errors(t *testing.T) {
 		{`{"model":"m","max_tokens":0,` + user(`"hi"`) + `}`, "max_tokens must be between 1"},
 		{`{` + head + `}`, "messages is required"},
 		{`{` + head + `,"messages":[]}`, "messages must be a non-empty array"},
-		{`{` + head + `,"messages":[{"role":"system","content":"x"}]}`, `messages[0].role "system" is not supported`},
+		{`{` + head + `,"messages":[{"role":"developer","content":"x"}]}`, `messages[0].role "developer" is not supported`},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`, "messages[1].content[0].type: a mid-conversation system message can hold text blocks only here, not image (mid_conversation_system_not_supported)"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text"}]}]}`, "messages[1].content[0].text is required"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":3}]}`, "messages[1].content must be a string or an array"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"tool_addition","tool":{"type":"tool_reference","name":"Bash"}}]}]}`, "not tool_addition (mid_conversation_system_not_supported)"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system"}]}`, "messages[1].content is required"},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":"x","clear_at":"later"}]}`, `messages[1].clear_at must be "never" or "next_user_message"`},
 		{`{` + head + `,"messages":[{"role":"user"}]}`, "messages[0].content is required"},
 		{`{` + head + `,` + user(`7`) + `}`, "messages[0].content must be a string or an array"},
 		{`{` + head + `,` + user(`[{"type":"text"}]`) + `}`, "messages[0].content[0].text is required"},
@@ -129,6 +136,47 @@ func TestDecodeRequest_Errors(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestDecodeRequest_MidSystem: a system message inside messages (Claude
+// Code's mid-conversation "# Environment" message; the captured shape is
+// testdata/requests/claude_code_mid_system.req.json) is merged into the
+// system prompt, made when the request has none; several are merged in
+// order, empty ones add nothing, and the other messages keep their order.
+func TestDecodeRequest_MidSystem(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		system string // the merged system prompt, "" for none
+		roles  []canon.Role
+	}{
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"# Environment"}]},{"role":"assistant","content":"b"}]}`,
+			"# Environment", []canon.Role{canon.RoleSystem, canon.RoleUser, canon.RoleAssistant}},
+		{`{` + head + `,"system":"Be brief.","messages":[{"role":"user","content":"a"},{"role":"system","content":"env"},{"role":"user","content":"c"},{"role":"system","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}},{"type":"text","text":"y"}]}]}`,
+			"Be brief.\n\nenv\n\nxy", []canon.Role{canon.RoleSystem, canon.RoleUser, canon.RoleUser}},
+		{`{` + head + `,"messages":[{"role":"system","content":"first"},{"role":"user","content":"a"}]}`,
+			"first", []canon.Role{canon.RoleSystem, canon.RoleUser}},
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":""},{"role":"system","content":[]}]}`,
+			"", []canon.Role{canon.RoleUser}},
+		// clear_at next_user_message: shown until a later user message.
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","content":"gone","clear_at":"next_user_message"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"system","content":"kept","clear_at":"next_user_message","output_config":{"effort":"low"}},{"role":"system","content":"too","clear_at":"never"}]}`,
+			"kept\n\ntoo", []canon.Role{canon.RoleSystem, canon.RoleUser, canon.RoleAssistant, canon.RoleUser}},
+		// output_config alone (no content) is accepted and adds nothing.
+		{`{` + head + `,"messages":[{"role":"user","content":"a"},{"role":"system","output_config":{"effort":"high"}}]}`,
+			"", []canon.Role{canon.RoleUser}},
+	} {
+		req := mustDecode(t, tc.body)
+		var roles []canon.Role
+		for i := range req.Messages {
+			roles = append(roles, req.Messages[i].Role)
+		}
+		if !slices.Equal(roles, tc.roles) {
+			t.Errorf("%s: roles %v, want %v", tc.body, roles, tc.roles)
+			continue
+		}
+		if tc.system != "" && req.Messages[0].Text() != tc.system {
+			t.Errorf("%s: system %q, want %q", tc.body, req.Messages[0].Text(), tc.system)
 		}
 	}
 }

@@ -12,6 +12,16 @@ import (
 // decodeThinking reads {"type": "enabled", "budget_tokens": N} (on, with
 // a budget), {"type": "adaptive"} (on: the model decides how much, which
 // open-weights reasoning models do anyway) and {"type": "disabled"} (off).
+// "display" (Claude Code sends "omitted") is not read: thinking the model
+// does is returned as thinking blocks.
+//
+// Enabled and adaptive thinking are optional (canon ThinkOptional): for a
+// model known not to think (its Ollama capabilities lack "thinking") the
+// request goes to the backend without it and the answer has no thinking
+// block, instead of the backend's 400 "does not support thinking". Ollama's
+// own Anthropic API relaxes thinking the same way, for Claude Code. What
+// the Messages API itself refuses (a missing or non-positive
+// budget_tokens, an unknown type) is still a 400.
 func decodeThinking(v *fastjson.Value, req *canon.ChatRequest) error {
 	if v == nil {
 		return nil
@@ -36,8 +46,10 @@ func decodeThinking(v *fastjson.Value, req *canon.ChatRequest) error {
 			return jsonread.ErrType("thinking.budget_tokens", "a positive integer")
 		}
 		req.ThinkBudget = int(n)
+		req.ThinkOptional = true
 	case "adaptive":
 		req.Think = canon.ThinkOn
+		req.ThinkOptional = true
 	case "disabled":
 		req.Think = canon.ThinkOff
 	default:

@@ -38,6 +38,14 @@ const (
 // "" means the client did not say; ThinkOff and ThinkOn are explicit
 // booleans; ThinkLow, ThinkMedium and ThinkHigh are effort levels, which
 // imply on.
+//
+// ChatRequest.ThinkOptional says the client's thinking request may go
+// unmet: the SDK clears Think and ThinkBudget before the adapter encodes
+// when the model's capabilities are known (abi.MetaModelCaps) and lack
+// CapThinking, so a model that cannot think answers without instead of the
+// backend refusing (Ollama: "does not support thinking"). Anthropic's
+// thinking sets it, as Ollama's own Anthropic API relaxes thinking for
+// such models; dialects whose API refuses leave it unset.
 type Think string
 
 // Thinking settings.
@@ -208,7 +216,8 @@ type ChatRequest struct {
 
 	ResponseFormat    *ResponseFormat
 	Think             Think
-	ThinkBudget       int // tokens; 0: not set
+	ThinkBudget       int  // tokens; 0: not set
+	ThinkOptional     bool // the thinking asked for may go unmet (see Think)
 	Tools             []Tool
 	ToolChoice        *ToolChoice
 	ParallelToolCalls *bool

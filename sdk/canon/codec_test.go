@@ -58,6 +58,7 @@ func richRequest() *ChatRequest {
 		ResponseFormat:    &ResponseFormat{Type: FormatJSONSchema, Name: "answer", Schema: json.RawMessage(schema), Strict: true},
 		Think:             ThinkHigh,
 		ThinkBudget:       2048,
+		ThinkOptional:     true,
 		Tools: []Tool{
 			{Name: "search", Description: "Search the web", Parameters: json.RawMessage(schema), Strict: true},
 			{Name: "noop"},

@@ -128,6 +128,8 @@ func (x *ChatRequest) decode(d *decoder, i int) error {
 			x.Think = Think(s)
 		case "think_budget":
 			x.ThinkBudget, err = d.int(v)
+		case "think_optional":
+			x.ThinkOptional, err = d.boolean(v)
 		case "tools":
 			x.Tools, err = slice(d, v, (*Tool).decode)
 		case "tool_choice":

@@ -190,6 +190,7 @@ func (x *ChatRequest) AppendJSON(dst []byte) []byte {
 	}
 	b = str(b, "think", string(x.Think))
 	b = num(b, "think_budget", int64(x.ThinkBudget))
+	b = flag(b, "think_optional", x.ThinkOptional)
 	if len(x.Tools) > 0 {
 		b = append(key(b, "tools"), '[')
 		for i := range x.Tools {
