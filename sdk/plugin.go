@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -338,23 +337,9 @@ func (p *Plugin) modelCaps(c *Call) error {
 	return nil
 }
 
-// hasCap reports whether the comma-separated list caps holds name.
-func hasCap(caps []byte, name string) bool {
-	for len(caps) > 0 {
-		i := bytes.IndexByte(caps, ',')
-		if i < 0 {
-			i = len(caps)
-		}
-		if string(bytes.TrimSpace(caps[:i])) == name {
-			return true
-		}
-		if i == len(caps) {
-			break
-		}
-		caps = caps[i+1:]
-	}
-	return false
-}
+// hasCap reports whether the comma-separated list caps holds name
+// (abi.MetaListHas: MetaModelCaps is a list value).
+func hasCap(caps []byte, name string) bool { return abi.MetaListHas(caps, name) }
 
 // hasImage reports whether any message of r has an image part.
 func hasImage(r *canon.ChatRequest) bool {
