@@ -132,7 +132,7 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	switch {
 	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
 		err = p.dispatchFused(op, &h, state, meta, payload)
-	case op >= abi.OpRequestEncode && op <= abi.OpRerankResponseDecode:
+	case op >= abi.OpRequestEncode && op <= abi.OpCountResponseDecode:
 		var a Adapter
 		if a, err = p.adapter(op, h.Adapter); err == nil {
 			err = p.dispatchAdapter(a, op, payload)
@@ -278,6 +278,12 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 			return ErrUnsupported
 		}
 		return p.dispatchRerankAdapter(ra, c, op, payload)
+	case abi.OpCountRequestEncode, abi.OpCountResponseDecode:
+		ca, ok := a.(TokenCountAdapter)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchCountAdapter(ca, c, op, payload)
 	default:
 		return ErrUnsupported
 	}

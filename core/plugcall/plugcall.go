@@ -385,4 +385,4 @@ func metaConst(m []byte, key, def string) string {
 }
 
 var common = [...]string{"POST", "GET", "application/json", "application/x-ndjson", "text/event-stream",
-	"/v1/chat/completions", "/api/chat", "stop", "length", "tool_calls", "content_filter"}
+	"/v1/chat/completions", "/api/chat", "/tokenize", "stop", "length", "tool_calls", "content_filter"}
