@@ -156,8 +156,10 @@ func (v violation) String() string {
 }
 
 // check walks g from every package each rule is about and returns the
-// forbidden edges it reaches, each once, in a stable order; used gets the
-// allowlisted edges met (and not followed).
+// forbidden edges it reaches, each once per rule with the shortest chain
+// that reaches it (just the edge when the importer is itself a package of
+// the rule), in a stable order; used gets the allowlisted edges met (and
+// not followed).
 func check(g graph, rules []rule, allow map[[2]string]string, used map[[2]string]bool) []violation {
 	roots := make([]string, 0, len(g))
 	for k := range g {
@@ -167,13 +169,13 @@ func check(g graph, rules []rule, allow map[[2]string]string, used map[[2]string
 	var out []violation
 	for i := range rules {
 		r := &rules[i]
-		seen := map[[2]string]bool{} // edges reported for this rule
+		found := map[[2]string][]string{} // edge → shortest chain
 		for _, k := range roots {
 			p, test := rel(k)
 			if !r.from(p, test) {
 				continue
 			}
-			// Breadth first: the chain reported is a shortest one.
+			// Breadth first: the chains found are shortest from k.
 			parent := map[string]string{k: ""}
 			queue := []string{k}
 			for len(queue) > 0 {
@@ -195,9 +197,8 @@ func check(g graph, rules []rule, allow map[[2]string]string, used map[[2]string
 						continue
 					}
 					if r.to(to) {
-						if !seen[edge] {
-							seen[edge] = true
-							out = append(out, violation{rule: r, chain: chain(parent, cur, imp)})
+						if c, ok := found[edge]; !ok || len(chain(parent, cur, imp)) < len(c) {
+							found[edge] = chain(parent, cur, imp)
 						}
 						continue
 					}
@@ -207,6 +208,14 @@ func check(g graph, rules []rule, allow map[[2]string]string, used map[[2]string
 					}
 				}
 			}
+		}
+		edges := make([][2]string, 0, len(found))
+		for e := range found {
+			edges = append(edges, e)
+		}
+		slices.SortFunc(edges, func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) })
+		for _, e := range edges {
+			out = append(out, violation{rule: r, chain: found[e]})
 		}
 	}
 	return out
