@@ -62,6 +62,9 @@
 //	chat        request_decode, response_encode,        request_encode, response_decode,
 //	            stream_encode, error_encode             stream_decode, error_decode
 //	            (or the fused ops when both are in one module)
+//	                                                    near the context limit, optionally,
+//	                                                    count_request_encode and
+//	                                                    count_response_decode (2.7)
 //	models      models_encode, error_encode             — (the host lists discovered models)
 //	embedding   embed_request_decode,                   embed_request_encode,
 //	            embed_response_encode, error_encode     embed_response_decode, error_decode
@@ -69,9 +72,6 @@
 //	            error_encode                            canonical request's tokens)
 //	rerank,     rerank_request_decode,                  rerank_request_encode,
 //	score       rerank_response_encode, error_encode    rerank_response_decode, error_decode
-//	(chat, near the context limit)                      count_request_encode,
-//	                                                    count_response_decode (2.7, optional:
-//	                                                    the engine's own token count)
 //	responses   as chat (2.5); the host keeps the      as chat
 //	            client's state around them (below)
 //	completion  reserved (a legacy text completion is a chat route whose

@@ -181,6 +181,17 @@ var firstPartyPlugins = []fpPlugin{
     "message": "The model `+"`gpt-4`"+` does not exist.", "param": "model"}}}`)
 		writeVector(t, gdir, "health", `{"op": "probe_decode", "meta": {"probe": "health", "status": "200"},
   "input": "", "want": {"payload": {"healthy": true}}}`)
+		// The count ops (ABI 2.7): a /tokenize body, and vLLM's answer.
+		writeVector(t, gdir, "count_request", `{"op": "count_request_encode", "meta": {"context_length": "4096"},
+  "input": {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 9, "stream": true},
+  "want": {"payload": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true},
+    "meta": {"path": "/tokenize", "method": "POST"}}}`)
+		writeVector(t, gdir, "count_response", `{"op": "count_response_decode",
+  "input": {"count": 3, "max_model_len": 32768, "tokens": [151644, 872, 198], "token_strs": null},
+  "want": {"payload": {"count": 3, "max_model_len": 32768}}}`)
+		writeVector(t, gdir, "count_response_error", `{"op": "count_response_decode",
+  "input": {"object": "error", "message": "x", "code": 400},
+  "want": {"status": "bad_input", "error_contains": "no token count"}}`)
 		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_request_encode", ".req.canon.json", ".req.vllm.json")
 		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_response_decode", ".resp.vllm.json", ".resp.canon.json")
 	}, "streams/*.sse"},
