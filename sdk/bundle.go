@@ -26,9 +26,11 @@ func TranslatorPart(m Manifest, t Translator) Component {
 }
 
 // AdapterPart makes a a component of a bundle, described by m (its Kind is
-// set to KindAdapter; the SDK fills the versions).
+// set to KindAdapter; the SDK fills the versions, and CountsTokens from
+// whether a implements TokenCountAdapter).
 func AdapterPart(m Manifest, a Adapter) Component {
 	m.Kind = KindAdapter
+	_, m.CountsTokens = a.(TokenCountAdapter)
 	stamp(&m)
 	return Component{m: m, a: a}
 }

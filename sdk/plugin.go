@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,7 +132,7 @@ func (p *Plugin) Call(op abi.Op, in []byte) (res []byte) {
 	switch {
 	case op >= abi.OpFusedRequest && op <= abi.OpFusedStream:
 		err = p.dispatchFused(op, &h, state, meta, payload)
-	case op >= abi.OpRequestEncode && op <= abi.OpRerankResponseDecode:
+	case op >= abi.OpRequestEncode && op <= abi.OpCountResponseDecode:
 		var a Adapter
 		if a, err = p.adapter(op, h.Adapter); err == nil {
 			err = p.dispatchAdapter(a, op, payload)
@@ -279,6 +278,12 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 			return ErrUnsupported
 		}
 		return p.dispatchRerankAdapter(ra, c, op, payload)
+	case abi.OpCountRequestEncode, abi.OpCountResponseDecode:
+		ca, ok := a.(TokenCountAdapter)
+		if !ok {
+			return ErrUnsupported
+		}
+		return p.dispatchCountAdapter(ca, c, op, payload)
 	default:
 		return ErrUnsupported
 	}
@@ -343,23 +348,9 @@ func (p *Plugin) modelCaps(c *Call) error {
 	return nil
 }
 
-// hasCap reports whether the comma-separated list caps holds name.
-func hasCap(caps []byte, name string) bool {
-	for len(caps) > 0 {
-		i := bytes.IndexByte(caps, ',')
-		if i < 0 {
-			i = len(caps)
-		}
-		if string(bytes.TrimSpace(caps[:i])) == name {
-			return true
-		}
-		if i == len(caps) {
-			break
-		}
-		caps = caps[i+1:]
-	}
-	return false
-}
+// hasCap reports whether the comma-separated list caps holds name
+// (abi.MetaListHas: MetaModelCaps is a list value).
+func hasCap(caps []byte, name string) bool { return abi.MetaListHas(caps, name) }
 
 // hasImage reports whether any message of r has an image part.
 func hasImage(r *canon.ChatRequest) bool {

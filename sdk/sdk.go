@@ -260,6 +260,10 @@ type Manifest struct {
 	Framing      Framing `json:"framing,omitempty"`
 	Probes       []Probe `json:"probes,omitempty"`
 	StateVersion int     `json:"state_version"`
+	// CountsTokens (ABI 2.7, adapters): the adapter serves the count ops
+	// (TokenCountAdapter), so the host asks it for the engine's own count
+	// of a request near the context limit. The SDK sets it.
+	CountsTokens bool `json:"counts_tokens,omitempty"`
 	// Components are a bundle's component manifests, in index order (the
 	// header's translator and adapter indexes point into this list).
 	Components []Manifest `json:"components,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,14 +12,17 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // Context capping near the limit counts with the vLLM backend's own
 // /tokenize (fakellm's counts words; a word of nonsense letters is five
 // tiktoken tokens, so the two counts differ fivefold): the output cap sent
-// to the backend is what vLLM's count leaves, less 4 tokens. An identical
-// request is counted from the memo. Without /tokenize the offline count
-// decides, with its margin; Ollama backends are never asked.
+// to the backend is what vLLM's count leaves, less 4 tokens. The vLLM
+// adapter builds the /tokenize request and reads the answer (the count ops,
+// ABI 2.7); the gateway sends it. An identical request is counted from the
+// memo. Without /tokenize the offline count decides, with its margin;
+// Ollama backends (an adapter without the count ops) are never asked.
 
 const (
 	ctxWindow  = 1000
@@ -86,7 +90,35 @@ func TestContextCap_VLLMTokenize(t *testing.T) {
 	if n := e.vllm.Stats().Requests[tokenizeAt]; n != 1 {
 		t.Errorf("a short request called /tokenize (%d calls)", n)
 	}
+	// Through the adapter: it built the body both times (the memo is keyed
+	// on it) and read the one answer.
+	var b strings.Builder
+	e.gw.Host.WriteMetrics(&b)
+	if enc, dec := pluginCalls(b.String(), "count_request_encode"), pluginCalls(b.String(), "count_response_decode"); enc != 2 || dec != 1 {
+		t.Errorf("count ops: %d request encodes, %d response decodes; want 2 and 1", enc, dec)
+	}
+}
 
+// The same through the first-party bundle (the production plugins.yaml):
+// the count ops go to its vllm component.
+func TestContextCap_VLLMTokenizeBundle(t *testing.T) {
+	bundle, err := testutil.BuildBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPlugins(bundle, func() { TestContextCap_VLLMTokenize(t) })
+}
+
+// pluginCalls sums mindrouter_plugin_calls_total of op over plugins.
+func pluginCalls(metrics, op string) int {
+	n := 0
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "mindrouter_plugin_calls_total{") && strings.Contains(line, `op="`+op+`"}`) {
+			v, _ := strconv.Atoi(line[strings.LastIndexByte(line, ' ')+1:])
+			n += v
+		}
+	}
+	return n
 }
 
 // An Ollama backend (no tokenize API) is counted offline: once discovery
@@ -132,6 +164,11 @@ func TestContextCap_OllamaOffline(t *testing.T) {
 	}
 	if n := e.ollama.Stats().Requests[tokenizeAt] + e.vllm.Stats().Requests[tokenizeAt]; n != 0 {
 		t.Errorf("an Ollama request sent %d /tokenize calls", n)
+	}
+	var b strings.Builder
+	e.gw.Host.WriteMetrics(&b)
+	if n := pluginCalls(b.String(), "count_request_encode"); n != 0 {
+		t.Errorf("the Ollama adapter, which does not count, was asked %d times", n)
 	}
 }
 

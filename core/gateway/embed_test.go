@@ -15,7 +15,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/internal/matrix"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
-	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
 	"github.com/mindrouter/mindrouter/plugins/ollama"
 	"github.com/mindrouter/mindrouter/sdk"
 )
@@ -165,7 +164,7 @@ type chatOnly struct{ sdk.Adapter }
 // A backend whose adapter cannot embed answers the client 400 in its
 // dialect, naming the model; the other engine still embeds.
 func TestOpenAISDK_EmbeddingsUnsupportedBackend(t *testing.T) {
-	firstparty.Register()
+	registerFirstParty()
 	pluginhost.RegisterNative("ollama-chat-only", func() *sdk.Plugin {
 		return sdk.NewAdapter(ollama.Manifest(), chatOnly{ollama.New()})
 	})

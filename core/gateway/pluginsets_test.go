@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
-	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
+	"github.com/mindrouter/mindrouter/core/pluginhost"
+	"github.com/mindrouter/mindrouter/plugins/firstparty"
 )
 
 // pluginSet is one way to load the first-party plugins, and whether the
@@ -29,7 +31,7 @@ func pluginSets(t *testing.T) []pluginSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstparty.Register()
+	registerFirstParty()
 	native := func(name, entries string) testutil.PluginSet {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "plugins.yaml")
@@ -49,6 +51,19 @@ func pluginSets(t *testing.T) []pluginSet {
   - {name: ollama, kind: adapter, path: "native:ollama"}
 `), false},
 	}
+}
+
+var registerOnce sync.Once
+
+// registerFirstParty registers the first-party plugins as native ones
+// ("native:NAME" in plugins.yaml), as core/cmd/mindrouter does for the
+// gateway binary.
+func registerFirstParty() {
+	registerOnce.Do(func() {
+		for name, f := range firstparty.Factories {
+			pluginhost.RegisterNative(name, f)
+		}
+	})
 }
 
 // withPlugins runs f with the gateway tests' plugins.yaml (startEnv's) set

@@ -8,7 +8,6 @@ package plugcall
 
 import (
 	"context"
-	"encoding/binary"
 	"strconv"
 
 	"github.com/mindrouter/mindrouter/core/outcome"
@@ -99,26 +98,7 @@ func appendHints(m []byte, h Hints) []byte {
 		m = abi.AppendMetaBytes(m, abi.MetaMaxOutput, strconv.AppendInt(b[:0], int64(h.MaxOutput), 10))
 	}
 	if len(h.Caps) > 0 {
-		m = appendCaps(m, h.Caps)
-	}
-	return m
-}
-
-// appendCaps appends the abi.MetaModelCaps pair, caps comma-separated,
-// written in place (abi.AppendMeta's layout) rather than joined first.
-func appendCaps(m []byte, caps []string) []byte {
-	n := len(caps) - 1
-	for _, c := range caps {
-		n += len(c)
-	}
-	m = binary.LittleEndian.AppendUint32(m, uint32(len(abi.MetaModelCaps)))
-	m = append(m, abi.MetaModelCaps...)
-	m = binary.LittleEndian.AppendUint32(m, uint32(n))
-	for i, c := range caps {
-		if i > 0 {
-			m = append(m, ',')
-		}
-		m = append(m, c...)
+		m = abi.AppendMetaList(m, abi.MetaModelCaps, h.Caps) // joined in place
 	}
 	return m
 }
@@ -405,4 +385,4 @@ func metaConst(m []byte, key, def string) string {
 }
 
 var common = [...]string{"POST", "GET", "application/json", "application/x-ndjson", "text/event-stream",
-	"/v1/chat/completions", "/api/chat", "stop", "length", "tool_calls", "content_filter"}
+	"/v1/chat/completions", "/api/chat", "/tokenize", "stop", "length", "tool_calls", "content_filter"}

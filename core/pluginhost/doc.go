@@ -200,8 +200,8 @@
 //
 // A plugins.yaml entry with path "native:NAME" serves the sdk.Plugin
 // registered with RegisterNative under NAME — plugin code compiled into
-// the gateway (cmd/mindrouter registers the first-party plugins: see
-// package firstparty) — through the same Host API: Pin, Call, Manifest,
+// the gateway (core/cmd/mindrouter registers the first-party plugins
+// listed in package plugins/firstparty) — through the same Host API: Pin, Call, Manifest,
 // pools, limits, metrics (sha256 "native:NAME"), reload. The server cannot
 // tell it from a .wasm plugin. It is for measuring the WebAssembly tax and
 // for tests: there is no sandbox, and calls cannot be interrupted (native

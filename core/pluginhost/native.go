@@ -24,8 +24,8 @@ import (
 // memory_mb does not apply). Use it for measurement, not in production.
 //
 // In plugins.yaml a native plugin is an entry whose path is "native:NAME",
-// NAME being registered with RegisterNative (cmd/mindrouter registers the
-// first-party plugins; see package core/pluginhost/firstparty):
+// NAME being registered with RegisterNative (core/cmd/mindrouter registers
+// the first-party plugins listed in package plugins/firstparty):
 //
 //	- {name: firstparty, kind: bundle, path: "native:firstparty"}
 

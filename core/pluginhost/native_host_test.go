@@ -8,22 +8,21 @@ import (
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/bundle"
-	"github.com/mindrouter/mindrouter/plugins/openai"
-	"github.com/mindrouter/mindrouter/plugins/vllm"
+	"github.com/mindrouter/mindrouter/plugins/firstparty"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
 var registerOnce sync.Once
 
-// registerFirstParty registers the first-party plugins as native ones, as
-// core/pluginhost/firstparty does for the gateway binary (that package
-// imports this one).
+// registerFirstParty registers the first-party plugins as native ones,
+// as core/cmd/mindrouter does for the gateway binary (a test may import
+// plugins/; the package's own code may not).
 func registerFirstParty() {
 	registerOnce.Do(func() {
-		RegisterNative("firstparty", bundle.New)
-		RegisterNative("openai", func() *sdk.Plugin { return sdk.NewTranslator(openai.Manifest(), openai.New()) })
-		RegisterNative("vllm", func() *sdk.Plugin { return sdk.NewAdapter(vllm.Manifest(), vllm.New()) })
+		for name, f := range firstparty.Factories {
+			RegisterNative(name, f)
+		}
 	})
 }
 

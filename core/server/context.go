@@ -2,9 +2,12 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/plugcall"
+	"github.com/mindrouter/mindrouter/core/tokencount"
 	"github.com/mindrouter/mindrouter/core/tokens"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
@@ -18,14 +21,17 @@ import (
 // limit (the common case) nothing is counted: the quick byte estimate
 // decides, at no cost.
 //
-// On a vLLM backend the count is the backend's own (vllmcount.go: its
-// /tokenize, memoised), with the chat template applied: exact, so the
-// margin is ctxExactMarginTokens only, against a BOS or similar special
-// token that some vLLM versions add on one path and not the other. On
-// Ollama (no tokenize API), or when /tokenize fails, the gateway's
-// generic tokenizer counts (core/tokens: tiktoken cl100k, offline); it is
-// not the model's, so the margin absorbs the difference (ctxMarginPct of
-// the input, plus ctxMarginTokens for the chat template).
+// When the backend's adapter counts tokens (ABI 2.7's count ops; vLLM's
+// builds a /tokenize request) the count is the backend's own, with the
+// chat template applied: the adapter builds the count request and reads
+// the answer, core/tokencount sends it and memoises the answers (exactCount).
+// It is exact, so the margin is ctxExactMarginTokens only, against a BOS or
+// similar special token that some engine versions add on one path and not
+// the other. When the adapter does not count (Ollama's: no tokenize API),
+// or the count fails, the gateway's generic tokenizer counts (core/tokens:
+// tiktoken cl100k, offline); it is not the model's, so the margin absorbs
+// the difference (ctxMarginPct of the input, plus ctxMarginTokens for the
+// chat template).
 const (
 	ctxMarginPct         = 10
 	ctxMarginTokens      = 16
@@ -57,10 +63,10 @@ func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 	}
 	var n, room int
 	if v, ok := ex.exactCount(b, ctxLen); ok {
-		if v.maxLen > 0 {
-			ctxLen = min(ctxLen, v.maxLen) // the engine's own limit, if discovery's is stale
+		if v.MaxLen > 0 {
+			ctxLen = min(ctxLen, v.MaxLen) // the engine's own limit, if discovery's is stale
 		}
-		n, room = v.count, ctxLen-v.count-ctxExactMarginTokens
+		n, room = v.Tokens, ctxLen-v.Tokens-ctxExactMarginTokens
 	} else {
 		var req canon.ChatRequest
 		if err := req.DecodeJSON(ex.canon); err != nil {
@@ -99,11 +105,60 @@ func outputCap(budget, context int) int {
 	return min(budget, context)
 }
 
-// exactCount is the backend's own count of the request's input, when its
-// engine has one (vLLM) and answers.
-func (ex *exchange) exactCount(b *backend.Backend, ctxLen int) (vllmCount, bool) {
-	if b == nil || b.Engine != "vllm" {
-		return vllmCount{}, false
+// exactCount is the backend's own count of the request's input (ex.canon,
+// decoded), when its adapter counts tokens and the count succeeds; ok is
+// false otherwise and the caller counts offline.
+func (ex *exchange) exactCount(b *backend.Backend, ctxLen int) (tokencount.Count, bool) {
+	if b == nil || ex.aver == nil {
+		return tokencount.Count{}, false
 	}
-	return ex.vllmCount(b, ctxLen)
+	if m, ok := ex.aver.Manifest().Part(ex.calls.A); !ok || !plugcall.CountsTokens(&m) {
+		return tokencount.Count{}, false
+	}
+	v, err := ex.s.vllmMemo.Exact(ex.ctx, b, ex.req.Model, ex.id, &exactCounter{ex: ex, ctxLen: ctxLen})
+	if err != nil {
+		if !errors.Is(err, tokencount.ErrBackedOff) {
+			ex.s.countFallback(ex, b, err)
+		}
+		return tokencount.Count{}, false
+	}
+	return v, true
+}
+
+// exactCounter is the request's adapter as core/tokencount asks it: its
+// count ops through plugcall, on the request at hand.
+type exactCounter struct {
+	ex     *exchange
+	ctxLen int
+}
+
+func (c *exactCounter) CountRequest() (plugcall.BackendRequest, error) {
+	ex := c.ex
+	var r plugcall.BackendRequest
+	err := ex.withImages(func() error {
+		return ex.calls.EncodeCount(ex.ctx, ex.aver, ex.canon, plugcall.Hints{ContextLength: c.ctxLen}, &r)
+	})
+	return r, err
+}
+
+func (c *exactCounter) CountResponse(body []byte) (tokencount.Count, error) {
+	n, maxLen, err := c.ex.calls.DecodeCount(c.ex.ctx, c.ex.aver, body)
+	return tokencount.Count{Tokens: n, MaxLen: maxLen}, err
+}
+
+// countMemo holds the exact counts' memo and back-off (server.go's
+// vllmMemo; the name predates the count ops, ABI 2.7).
+type countMemo = tokencount.Counter
+
+const vllmMemoSize = tokencount.DefaultSize
+
+func newCountMemo(size int) *countMemo { return tokencount.New(size) }
+
+// countFallback notes, at debug level, why an exact count was not had.
+func (s *Server) countFallback(ex *exchange, b *backend.Backend, err error) {
+	if !s.log.Enabled(ex.ctx, slog.LevelDebug) {
+		return
+	}
+	s.log.LogAttrs(ex.ctx, slog.LevelDebug, "backend token count unavailable; counting offline",
+		slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.String("error", err.Error()))
 }

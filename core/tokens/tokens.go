@@ -4,8 +4,9 @@
 // counts differently, so a count from here is an estimate: close for
 // English text (within ~10–20% of Llama and Qwen tokenizers), rougher for
 // other scripts and code. Exact counts need the backend's own tokenizer
-// (vLLM /tokenize), which context capping asks near the limit on vLLM
-// backends (core/server/vllmcount.go), with this count as the fallback.
+// (vLLM /tokenize), which context capping asks near the limit when the
+// backend's adapter can build the request (the count ops of ABI 2.7; sent
+// and memoised by core/tokencount), with this count as the fallback.
 package tokens
 
 import (

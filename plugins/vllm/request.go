@@ -28,29 +28,10 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	if len(req.Prompt) > 0 {
 		return a.encodeCompletion(c, req, out)
 	}
-	if len(req.Messages) == 0 {
-		return sdk.BadInput("messages: at least one message is required")
-	}
-	if err := inlineImages(c, req.Messages); err != nil {
+	w := &a.w
+	if err := a.startChat(c, req, out); err != nil {
 		return err
 	}
-	w := &a.w
-	w.Reset()
-	w.B = out.Body[:0]
-	w.Obj()
-	if req.Model != "" {
-		w.Key("model")
-		w.Str(req.Model)
-	}
-	w.Key("messages")
-	w.Arr()
-	for i := range req.Messages {
-		if err := writeMessage(w, &req.Messages[i], i); err != nil {
-			out.Body = w.B[:0]
-			return err
-		}
-	}
-	w.EndArr()
 
 	if req.Stream {
 		w.Key("stream")
@@ -80,38 +61,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	}
 	writeSampling(w, req)
 
-	if len(req.Tools) > 0 {
-		w.Key("tools")
-		w.Arr()
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if t.Name == "" {
-				out.Body = w.B[:0]
-				return sdk.BadInput("tools[" + strconv.Itoa(i) + "].name: a tool needs a name")
-			}
-			w.Obj()
-			w.Key("type")
-			w.Str("function")
-			w.Key("function")
-			w.Obj()
-			w.Key("name")
-			w.Str(t.Name)
-			if t.Description != "" {
-				w.Key("description")
-				w.Str(t.Description)
-			}
-			if len(t.Parameters) > 0 {
-				w.Key("parameters")
-				w.Raw(t.Parameters)
-			}
-			if t.Strict {
-				w.Key("strict")
-				w.Bool(true)
-			}
-			w.EndObj()
-			w.EndObj()
-		}
-		w.EndArr()
+	if err := writeTools(w, req); err != nil {
+		out.Body = w.B[:0]
+		return err
 	}
 	if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {
@@ -182,22 +134,9 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 		}
 	}
 
-	switch req.Think {
-	case canon.ThinkUnset:
-	case canon.ThinkOn:
-		w.Key("chat_template_kwargs")
-		w.Raw(rawThinkingOn)
-	case canon.ThinkOff:
-		w.Key("chat_template_kwargs")
-		w.Raw(rawThinkingOff)
-	case canon.ThinkLow, canon.ThinkMedium, canon.ThinkHigh:
-		w.Key("reasoning_effort")
-		w.Str(string(req.Think))
-		w.Key("chat_template_kwargs")
-		w.Raw(rawThinkingOn)
-	default:
+	if err := writeThinking(w, req.Think, true); err != nil {
 		out.Body = w.B[:0]
-		return sdk.BadInput("think: unsupported setting " + strconv.Quote(string(req.Think)))
+		return err
 	}
 	if req.User != "" {
 		w.Key("user")
@@ -208,6 +147,99 @@ func (a *Adapter) EncodeRequest(c *sdk.Call, req *canon.ChatRequest, out *sdk.Ou
 	out.SetMeta(abi.MetaPath, "/v1/chat/completions")
 	out.SetMeta(abi.MetaMethod, "POST")
 	out.SetMeta(abi.MetaContentType, "application/json")
+	return nil
+}
+
+// startChat checks req's messages, inlines its images and opens the
+// body in a.w: the model and the messages, as the chat and count requests
+// share them.
+func (a *Adapter) startChat(c *sdk.Call, req *canon.ChatRequest, out *sdk.Output) error {
+	if len(req.Messages) == 0 {
+		return sdk.BadInput("messages: at least one message is required")
+	}
+	if err := inlineImages(c, req.Messages); err != nil {
+		return err
+	}
+	w := &a.w
+	w.Reset()
+	w.B = out.Body[:0]
+	w.Obj()
+	if req.Model != "" {
+		w.Key("model")
+		w.Str(req.Model)
+	}
+	w.Key("messages")
+	w.Arr()
+	for i := range req.Messages {
+		if err := writeMessage(w, &req.Messages[i], i); err != nil {
+			out.Body = w.B[:0]
+			return err
+		}
+	}
+	w.EndArr()
+	return nil
+}
+
+// writeTools writes req's tools, when it has any.
+func writeTools(w *jsonw.W, req *canon.ChatRequest) error {
+	if len(req.Tools) == 0 {
+		return nil
+	}
+	w.Key("tools")
+	w.Arr()
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		if t.Name == "" {
+			return sdk.BadInput("tools[" + strconv.Itoa(i) + "].name: a tool needs a name")
+		}
+		w.Obj()
+		w.Key("type")
+		w.Str("function")
+		w.Key("function")
+		w.Obj()
+		w.Key("name")
+		w.Str(t.Name)
+		if t.Description != "" {
+			w.Key("description")
+			w.Str(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			w.Key("parameters")
+			w.Raw(t.Parameters)
+		}
+		if t.Strict {
+			w.Key("strict")
+			w.Bool(true)
+		}
+		w.EndObj()
+		w.EndObj()
+	}
+	w.EndArr()
+	return nil
+}
+
+// writeThinking writes the thinking switch: chat_template_kwargs'
+// enable_thinking, and with effort reasoning_effort for a level (the
+// chat template sees only the former).
+func writeThinking(w *jsonw.W, think canon.Think, effort bool) error {
+	switch think {
+	case canon.ThinkUnset:
+	case canon.ThinkOn:
+		w.Key("chat_template_kwargs")
+		w.Raw(rawThinkingOn)
+	case canon.ThinkOff:
+		w.Key("chat_template_kwargs")
+		w.Raw(rawThinkingOff)
+	case canon.ThinkLow, canon.ThinkMedium, canon.ThinkHigh:
+		if effort {
+			w.Key("reasoning_effort")
+			w.Str(string(think))
+		}
+		w.Key("chat_template_kwargs")
+		w.Raw(rawThinkingOn)
+	default:
+		return sdk.BadInput("think: unsupported setting " + strconv.Quote(string(think)))
+	}
 	return nil
 }
 

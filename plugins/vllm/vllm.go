@@ -1,7 +1,9 @@
 // Package vllm is MindRouter's backend adapter for vLLM's OpenAI-compatible
 // server (vllm serve): it writes /v1/chat/completions requests, reads
-// responses, SSE streams and errors back into the canonical schema, and
-// parses the /v1/models, /health and /metrics probes.
+// responses, SSE streams and errors back into the canonical schema, builds
+// and reads the /tokenize calls of the gateway's exact token counts (ABI
+// 2.7, tokenize.go), and parses the /v1/models, /health and /metrics
+// probes.
 //
 // JSON is read with a fastjson.Parser held in the adapter and written with
 // sdk/jsonw: no reflection on any path, as Go-compiled WebAssembly runs

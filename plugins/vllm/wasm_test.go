@@ -8,10 +8,12 @@ package vllm
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 // wasmPlugin is the .wasm build driven through the ABI exports, as the
@@ -72,7 +74,10 @@ func TestWasmMatchesNative(t *testing.T) {
 	}
 	for _, tc := range requestCases {
 		same("request "+tc.name, abi.OpRequestEncode, callIn(0, nil, nil, tc.req.AppendJSON(nil)))
+		same("count request "+tc.name, abi.OpCountRequestEncode, callIn(0, nil, nil, tc.req.AppendJSON(nil)))
 	}
+	same("count response", abi.OpCountResponseDecode, callIn(0, nil, nil, []byte(`{"count":3,"max_model_len":32768,"tokens":[1,2,3]}`)))
+	same("count response error", abi.OpCountResponseDecode, callIn(0, nil, nil, []byte(`{"object":"error","message":"x"}`)))
 	for _, tc := range responseCases {
 		same("response "+tc.file, abi.OpResponseDecode, callIn(0, nil, nil, readTestdata(t, "responses", tc.file)))
 	}
@@ -100,6 +105,33 @@ func BenchmarkWasm(b *testing.B) {
 		for b.Loop() {
 			if r := w.do(b, abi.OpStreamDecode, in); r.Status != abi.StatusOK {
 				b.Fatal(r.Error)
+			}
+		}
+	})
+	// The count of a request near the context limit (core/gateway's
+	// BenchmarkContextCap: a system message and 700 words): the count op
+	// (ABI 2.7) against what the gateway did before it, the chat encode in
+	// wasm and the /tokenize body made from it natively.
+	long := canon.ChatRequest{Model: "m", MaxTokens: 500, Messages: []canon.Message{
+		{Role: canon.RoleSystem, Content: text("Be brief.")}, userMsg(strings.Repeat("word ", 700))}}
+	b.Run("count_request", func(b *testing.B) {
+		in := callIn(0, nil, nil, long.AppendJSON(nil))
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := w.do(b, abi.OpCountRequestEncode, in); r.Status != abi.StatusOK {
+				b.Fatal(r.Error)
+			}
+		}
+	})
+	b.Run("request+native_tokenize_body", func(b *testing.B) {
+		in := callIn(0, nil, nil, long.AppendJSON(nil))
+		var body []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			r := w.do(b, abi.OpRequestEncode, in)
+			var err error
+			if body, err = appendTokenizeBody(body[:0], r.Payload); r.Status != abi.StatusOK || err != nil {
+				b.Fatal(r.Error, err)
 			}
 		}
 	})

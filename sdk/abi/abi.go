@@ -62,6 +62,9 @@
 //	chat        request_decode, response_encode,        request_encode, response_decode,
 //	            stream_encode, error_encode             stream_decode, error_decode
 //	            (or the fused ops when both are in one module)
+//	                                                    near the context limit, optionally,
+//	                                                    count_request_encode and
+//	                                                    count_response_decode (2.7)
 //	models      models_encode, error_encode             — (the host lists discovered models)
 //	embedding   embed_request_decode,                   embed_request_encode,
 //	            embed_response_encode, error_encode     embed_response_decode, error_decode
@@ -155,7 +158,7 @@ import (
 	"errors"
 )
 
-// ABI version 2.5. A host loads plugins of its major version and of any
+// ABI version 2.7. A host loads plugins of its major version and of any
 // minor version up to its own.
 //
 //   - 2.1: the canonical model list (models_encode) carries each model's
@@ -198,9 +201,22 @@ import (
 //     admission, so a request is placed only on backends whose model can
 //     serve it (else 400 model_capability); a route declaring none needs
 //     nothing.
+//   - 2.7: token counting is an adapter operation. An adapter whose
+//     engine counts a request's input tokens with the model's own
+//     tokenizer and chat template (vLLM's /tokenize) serves
+//     OpCountRequestEncode and OpCountResponseDecode and says so in its
+//     manifest ("counts_tokens": true; the SDK sets it for an adapter
+//     implementing sdk.TokenCountAdapter). Near a model's context limit
+//     the host asks it for the count request, sends that to the backend
+//     itself (answers memoised per backend, model and body; a backend
+//     without the route is not asked again for a while) and has the
+//     adapter read the answer. An adapter that does not say so (Ollama's,
+//     or any plugin of an older minor version) is never called for them:
+//     the host counts offline, as it does when counting fails. An older
+//     host never calls them.
 const (
 	VersionMajor = 2
-	VersionMinor = 6
+	VersionMinor = 7
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -331,6 +347,25 @@ const (
 	// Output = canonical rerank response JSON; output meta
 	// MetaPromptTokens when the backend counted them.
 	OpRerankResponseDecode Op = 24
+	// OpCountRequestEncode (2.7): payload = canonical request JSON; meta
+	// MetaContextLength when known, and MetaImage pairs after
+	// StatusNeedImages as for OpRequestEncode. Output = the backend
+	// request that counts the request's input tokens as the engine will
+	// see them for generation (chat template, tools, images); output meta
+	// MetaMethod, MetaPath, MetaContentType. The host sends it (it owns the
+	// connection, the time limit and the memo of answers) and passes a 200
+	// answer's body to OpCountResponseDecode. StatusUnsupported: the
+	// engine cannot count this request (the host counts it offline).
+	// Served only by adapters whose manifest says "counts_tokens".
+	OpCountRequestEncode Op = 25
+	// OpCountResponseDecode (2.7): payload = the body of the backend's
+	// 200 answer to the request OpCountRequestEncode built. Output =
+	// canonical token count JSON (canon.TokenCount: count, and
+	// max_model_len when the engine reports the model's context window,
+	// which the host then prefers to discovery's). StatusBadInput: the
+	// answer holds no count (an older engine, a proxy); the host counts
+	// offline. Non-200 answers never reach the adapter.
+	OpCountResponseDecode Op = 26
 )
 
 // Fused ops: a translator and an adapter of the same module in one call.
@@ -387,6 +422,10 @@ func (o Op) String() string {
 		return "rerank_request_encode"
 	case OpRerankResponseDecode:
 		return "rerank_response_decode"
+	case OpCountRequestEncode:
+		return "count_request_encode"
+	case OpCountResponseDecode:
+		return "count_response_decode"
 	case OpRequestEncode:
 		return "request_encode"
 	case OpResponseDecode:

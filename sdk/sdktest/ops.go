@@ -169,3 +169,20 @@ func (h *Harness) DecodeEmbeddingResponse(body []byte, opts ...Option) canon.Emb
 	h.decode("embed_response_decode", r.Payload, resp.DecodeJSON)
 	return resp
 }
+
+// EncodeCountRequest runs count_request_encode (ABI 2.7); the result has
+// the backend request body and meta (path, method, content-type).
+func (h *Harness) EncodeCountRequest(req canon.ChatRequest, opts ...Option) Result {
+	h.tb.Helper()
+	return h.ok(abi.OpCountRequestEncode, append(opts, Payload(req.AppendJSON(nil))))
+}
+
+// DecodeCountResponse runs count_response_decode (ABI 2.7) on a backend
+// body and returns the count.
+func (h *Harness) DecodeCountResponse(body []byte, opts ...Option) canon.TokenCount {
+	h.tb.Helper()
+	r := h.ok(abi.OpCountResponseDecode, append(opts, Payload(body)))
+	var tc canon.TokenCount
+	h.decode("count_response_decode", r.Payload, tc.DecodeJSON)
+	return tc
+}

@@ -5,10 +5,11 @@
 //	                                       run the plugin conformance kit on a plugin
 //
 // The binary also carries the first-party plugins compiled natively
-// (package core/pluginhost/firstparty): a plugins.yaml entry with path
-// "native:firstparty" (or native:openai, native:vllm, native:ollama)
-// serves the same plugin code without WebAssembly, to measure the
-// WebAssembly tax. Native plugins have no sandbox: not for production.
+// (package plugins/firstparty, registered in natives.go): a plugins.yaml
+// entry with path "native:firstparty" (or native:openai, native:vllm,
+// native:ollama) serves the same plugin code without WebAssembly, to
+// measure the WebAssembly tax. Native plugins have no sandbox: not for
+// production.
 package main
 
 import (
@@ -28,11 +29,10 @@ import (
 	"github.com/mindrouter/mindrouter/core/gateway"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/pluginhost/conformance"
-	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
 )
 
 func main() {
-	firstparty.Register() // path: "native:NAME" in plugins.yaml
+	registerNatives() // path: "native:NAME" in plugins.yaml
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
 // TestFirstPartyPlugins runs the whole kit on the gateway's own plugins,
@@ -179,6 +181,17 @@ var firstPartyPlugins = []fpPlugin{
     "message": "The model `+"`gpt-4`"+` does not exist.", "param": "model"}}}`)
 		writeVector(t, gdir, "health", `{"op": "probe_decode", "meta": {"probe": "health", "status": "200"},
   "input": "", "want": {"payload": {"healthy": true}}}`)
+		// The count ops (ABI 2.7): a /tokenize body, and vLLM's answer.
+		writeVector(t, gdir, "count_request", `{"op": "count_request_encode", "meta": {"context_length": "4096"},
+  "input": {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_tokens": 9, "stream": true},
+  "want": {"payload": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true},
+    "meta": {"path": "/tokenize", "method": "POST"}}}`)
+		writeVector(t, gdir, "count_response", `{"op": "count_response_decode",
+  "input": {"count": 3, "max_model_len": 32768, "tokens": [151644, 872, 198], "token_strs": null},
+  "want": {"payload": {"count": 3, "max_model_len": 32768}}}`)
+		writeVector(t, gdir, "count_response_error", `{"op": "count_response_decode",
+  "input": {"object": "error", "message": "x", "code": 400},
+  "want": {"status": "bad_input", "error_contains": "no token count"}}`)
 		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_request_encode", ".req.canon.json", ".req.vllm.json")
 		pairs(t, filepath.Join(pdir, "embeddings"), gdir, "embed_response_decode", ".resp.vllm.json", ".resp.canon.json")
 	}, "streams/*.sse"},
@@ -188,6 +201,85 @@ var firstPartyPlugins = []fpPlugin{
 		pairs(t, filepath.Join(pdir, "embed"), gdir, "embed_request_encode", ".req.canon.json", ".req.ollama.json")
 		pairs(t, filepath.Join(pdir, "embed"), gdir, "embed_response_decode", ".resp.ollama.json", ".resp.canon.json")
 	}, "stream/*.ndjson"},
+	{"anthropic", sdk.KindTranslator, anthropicVectors, ""},
+}
+
+// anthropicVectors are the Anthropic translator's golden vectors from its
+// testdata: requests, responses and streams with the meta the gateway
+// sends, a streamed error and the model list (the plugin's own tests
+// check the same files natively, and read them with anthropic-sdk-go).
+func anthropicVectors(t *testing.T, pdir, gdir string) {
+	const route = "messages" // anthropic.RouteMessages
+	vector := func(name string, v map[string]any) {
+		t.Helper()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeVector(t, gdir, name, string(b))
+	}
+	read := func(path ...string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(append([]string{pdir}, path...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	names := func(dir, suffix string) []string {
+		t.Helper()
+		m, _ := filepath.Glob(filepath.Join(pdir, dir, "*"+suffix))
+		if len(m) == 0 {
+			t.Fatalf("no %s/*%s in %s", dir, suffix, pdir)
+		}
+		for i := range m {
+			m[i] = strings.TrimSuffix(filepath.Base(m[i]), suffix)
+		}
+		return m
+	}
+	for _, name := range names("requests", ".req.json") {
+		vector("request_decode-"+name, map[string]any{"op": "request_decode", "meta": map[string]string{"route": route},
+			"input": json.RawMessage(read("requests", name+".req.json")),
+			"want":  map[string]any{"payload": json.RawMessage(read("requests", name+".canon.json"))}})
+	}
+	vector("request_decode-no_max_tokens", map[string]any{"op": "request_decode", "meta": map[string]string{"route": route},
+		"input": json.RawMessage(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`),
+		"want":  map[string]any{"status": "bad_input", "error_contains": "max_tokens is required"}})
+	gw := map[string]string{"route": route, "id": "chatcmpl-gw42", "model": "client-model", "created": "1710000000"}
+	for _, name := range names("responses", ".canon.json") {
+		vector("response_encode-"+name, map[string]any{"op": "response_encode", "meta": gw,
+			"input": json.RawMessage(read("responses", name+".canon.json")),
+			"want":  map[string]any{"payload": string(read("responses", name+".json"))}})
+	}
+	for _, name := range names("streams", ".json") {
+		var f struct {
+			Meta   []string          `json:"meta"`
+			Chunks []json.RawMessage `json:"chunks"`
+		}
+		if err := json.Unmarshal(read("streams", name+".json"), &f); err != nil {
+			t.Fatalf("streams/%s.json: %v", name, err)
+		}
+		meta := map[string]string{"route": route, "id": "chatcmpl-test123", "model": "client-model", "created": "1700000000", "include_usage": "0"}
+		for i := 0; i+1 < len(f.Meta); i += 2 {
+			meta[f.Meta[i]] = f.Meta[i+1]
+		}
+		items := make([]json.RawMessage, len(f.Chunks))
+		for i, c := range f.Chunks {
+			var ch canon.ChatChunk // as the gateway sends it: canonical JSON
+			if err := ch.DecodeJSON(c); err != nil {
+				t.Fatalf("streams/%s.json: chunk %s: %v", name, c, err)
+			}
+			items[i] = ch.AppendJSON(nil)
+		}
+		vector("stream_encode-"+name, map[string]any{"op": "stream_encode", "meta": meta, "flags": []string{"first", "end"},
+			"items": items, "want": map[string]any{"payload": string(read("streams", name+".sse"))}})
+	}
+	e := canon.Error{Status: 404, Type: canon.ErrNotFound, Message: "model nope not found"}
+	vector("error_encode-stream", map[string]any{"op": "error_encode", "meta": map[string]string{"route": route, "stream": "1"},
+		"input": json.RawMessage(e.AppendJSON(nil)),
+		"want":  map[string]any{"payload": "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"model nope not found\"}}\n\n"}})
+	vector("models_encode", map[string]any{"op": "models_encode", "meta": map[string]string{"route": "models"},
+		"input": json.RawMessage(read("models.canon.json")), "want": map[string]any{"payload": string(read("models.json"))}})
 }
 
 // pairs turns src/NAME<inExt> + src/NAME<outExt> into three-file vectors.

@@ -18,7 +18,7 @@ var (
 	translatorOps = []abi.Op{abi.OpRequestDecode, abi.OpResponseEncode, abi.OpStreamEncode, abi.OpErrorEncode, abi.OpModelsEncode,
 		abi.OpEmbedRequestDecode, abi.OpEmbedResponseEncode}
 	adapterOps = []abi.Op{abi.OpRequestEncode, abi.OpResponseDecode, abi.OpStreamDecode, abi.OpErrorDecode, abi.OpProbeDecode,
-		abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode}
+		abi.OpEmbedRequestEncode, abi.OpEmbedResponseDecode, abi.OpCountRequestEncode, abi.OpCountResponseDecode}
 )
 
 func opsOf(k sdk.Kind) []abi.Op {
@@ -81,6 +81,9 @@ func samples(m *sdk.Manifest) []input {
 			in(abi.OpProbeDecode, 0, meta("probe", probe), []byte(`{"data":[{"id":"m"}]}`)),
 			in(abi.OpEmbedRequestEncode, 0, nil, ereq.AppendJSON(nil)),
 			in(abi.OpEmbedResponseDecode, 0, nil, []byte(`{"model":"m","data":[{"index":0,"embedding":[0.5,-0.25]}],"embeddings":[[0.5,-0.25]],"usage":{"prompt_tokens":2}}`)),
+			// The count ops (2.7) are optional as the embedding ops are.
+			in(abi.OpCountRequestEncode, 0, meta("context_length", "4096"), req.AppendJSON(nil)),
+			in(abi.OpCountResponseDecode, 0, nil, []byte(`{"count":12,"max_model_len":4096,"tokens":[1,2]}`)),
 		}
 	}
 	route, id := "chat", "r1"

@@ -1,24 +1,25 @@
-// Package firstparty registers MindRouter's first-party plugins as native
-// plugins (pluginhost.RegisterNative), so a plugins.yaml entry with path
-// "native:NAME" serves the very Go packages the .wasm modules are built
-// from, compiled into the gateway:
+// Package firstparty names MindRouter's first-party plugins as native
+// plugins: for each name a plugins.yaml entry gives after "native:", a
+// factory of the very Go package the .wasm module is built from.
 //
-//	native:firstparty  the bundle (plugins/bundle: openai, vllm, ollama, anthropic, ollama-api; kind bundle)
+//	native:firstparty  the bundle (plugins/bundle: openai, vllm, ollama, anthropic, ollama-api, responses; kind bundle)
 //	native:openai      the OpenAI translator (kind translator)
 //	native:anthropic   the Anthropic Messages translator (kind translator)
 //	native:ollama-api  the translator for Ollama's client API (kind translator)
 //	native:vllm        the vLLM adapter (kind adapter)
 //	native:ollama      the Ollama adapter (kind adapter)
 //
-// This is for measurement — the same plugin code as WebAssembly and as
-// native Go, "the WebAssembly tax" — and tests: native plugins run without
-// a sandbox (see pluginhost's native.go).
+// It only lists them: linking them into a program is that program's
+// choice. The gateway command (core/cmd/mindrouter) registers Factories
+// with pluginhost.RegisterNative, and so do tests that serve native
+// plugins; the gateway's library packages under core/ never import
+// plugins/ (core/internal/lint's boundary test). Native plugins are for
+// measurement — the same plugin code as WebAssembly and as native Go,
+// "the WebAssembly tax" — and tests: they run without a sandbox (see
+// pluginhost's native.go).
 package firstparty
 
 import (
-	"sync"
-
-	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/plugins/anthropic"
 	"github.com/mindrouter/mindrouter/plugins/bundle"
 	"github.com/mindrouter/mindrouter/plugins/ollama"
@@ -39,15 +40,4 @@ var Factories = map[string]func() *sdk.Plugin{
 	"ollama-api": func() *sdk.Plugin {
 		return sdk.NewTranslator(ollamaapi.Manifest(), ollamaapi.New())
 	},
-}
-
-var once sync.Once
-
-// Register registers Factories with pluginhost.RegisterNative (once).
-func Register() {
-	once.Do(func() {
-		for name, f := range Factories {
-			pluginhost.RegisterNative(name, f)
-		}
-	})
 }
