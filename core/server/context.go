@@ -115,7 +115,7 @@ func (ex *exchange) exactCount(b *backend.Backend, ctxLen int) (tokencount.Count
 	if m, ok := ex.aver.Manifest().Part(ex.calls.A); !ok || !plugcall.CountsTokens(&m) {
 		return tokencount.Count{}, false
 	}
-	v, err := ex.s.vllmMemo.Exact(ex.ctx, b, ex.req.Model, ex.id, &exactCounter{ex: ex, ctxLen: ctxLen})
+	v, err := ex.s.counts.Exact(ex.ctx, b, ex.req.Model, ex.id, &exactCounter{ex: ex, ctxLen: ctxLen})
 	if err != nil {
 		if !errors.Is(err, tokencount.ErrBackedOff) {
 			ex.s.countFallback(ex, b, err)
@@ -145,14 +145,6 @@ func (c *exactCounter) CountResponse(body []byte) (tokencount.Count, error) {
 	n, maxLen, err := c.ex.calls.DecodeCount(c.ex.ctx, c.ex.aver, body)
 	return tokencount.Count{Tokens: n, MaxLen: maxLen}, err
 }
-
-// countMemo holds the exact counts' memo and back-off (server.go's
-// vllmMemo; the name predates the count ops, ABI 2.7).
-type countMemo = tokencount.Counter
-
-const vllmMemoSize = tokencount.DefaultSize
-
-func newCountMemo(size int) *countMemo { return tokencount.New(size) }
 
 // countFallback notes, at debug level, why an exact count was not had.
 func (s *Server) countFallback(ex *exchange, b *backend.Backend, err error) {

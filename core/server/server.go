@@ -56,6 +56,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/sched"
+	"github.com/mindrouter/mindrouter/core/tokencount"
 	"github.com/mindrouter/mindrouter/core/tokens"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
@@ -94,8 +95,9 @@ type Server struct {
 
 	fetcher *fetchguard.Fetcher // nil: images.fetch is off
 	tokens  *tokens.Counter
-	// vllmMemo: vLLM /tokenize counts near the context limit (vllmcount.go).
-	vllmMemo *countMemo
+	// counts: backends' own token counts near the context limit, through
+	// their adapters' count ops (ABI 2.7), memoised (core/tokencount).
+	counts *tokencount.Counter
 
 	exchanges sync.Pool
 	baseCtx   context.Context
@@ -138,7 +140,7 @@ func New(ctx context.Context, o Options) *Server {
 		s.metricsKey = []byte(k)
 	}
 	s.tokens = tokens.New(o.Config.Limits.TokenizeMaxChars)
-	s.vllmMemo = newCountMemo(vllmMemoSize)
+	s.counts = tokencount.New(tokencount.DefaultSize)
 	if len(s.observers) > 0 && o.Config.AuditContent() {
 		s.keep = o.Config.Audit.MaxContentBytes
 	}
