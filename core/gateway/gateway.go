@@ -7,6 +7,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/server"
 	"github.com/mindrouter/mindrouter/core/store"
+	"github.com/mindrouter/mindrouter/core/tlscert"
 	"github.com/mindrouter/mindrouter/sdk"
 )
 
@@ -101,6 +103,14 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load plugins: %w", err)
 	}
+	apiTLSCert, apiTLS, err := listenerTLS(o.Config, "api", o.Config.TLS, log)
+	if err != nil {
+		return nil, err
+	}
+	metTLSCert, metTLS, err := listenerTLS(o.Config, "metrics", o.Config.Metrics.TLS, log)
+	if err != nil {
+		return nil, err
+	}
 	acct, backends, err := openAccounts(ctx, &o, log)
 	if err != nil {
 		return nil, err
@@ -134,6 +144,15 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	if fc, ok := fleetC.(*fleetComponent); ok && fc.fl != nil {
 		metrics = append(metrics, fleetMetrics(fc.fl))
+	}
+	var certs []*tlscert.Reloader
+	for _, c := range []*tlscert.Reloader{apiTLSCert, metTLSCert} {
+		if c != nil {
+			certs = append(certs, c)
+		}
+	}
+	if len(certs) > 0 {
+		metrics = append(metrics, tlsMetrics(certs))
 	}
 	live := newLiveBackends(reg, acct.st, o.Config.Backends, log)
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
@@ -202,6 +221,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 				g.MetricsAddr = mln.Addr()
 				g.metrics = &fasthttp.Server{Handler: g.Server.ServeMetrics, Name: "mindrouter", ReadTimeout: 10 * time.Second,
 					NoDefaultServerHeader: true, Logger: discardLogger{}}
+				if metTLS != nil {
+					mln = tls.NewListener(mln, metTLS)
+				}
 				go func() { _ = g.metrics.Serve(mln) }()
 				return nil
 			},
@@ -218,6 +240,10 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 				}
 			}
 			g.Addr = ln.Addr()
+			if apiTLS != nil {
+				go func() { g.done <- g.Server.ServeTLS(ln, apiTLS) }()
+				return nil
+			}
 			go func() { g.done <- g.Server.Serve(ln) }()
 			return nil
 		},
