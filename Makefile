@@ -19,8 +19,14 @@ help: ## list targets
 
 build: gateway fakellm plugins sidecar ## build everything into bin/ and plugins/*.wasm
 
-gateway: ## bin/mindrouter (CGO-free)
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mindrouter ./core/cmd/mindrouter
+# The version stamp (mindrouter --version, /status): the nearest tag, else
+# the commit; override with VERSION=v1.2.3.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS_VERSION = -X github.com/mindrouter/mindrouter/core/version.Version=$(VERSION) -X github.com/mindrouter/mindrouter/core/version.Commit=$(COMMIT)
+
+gateway: ## bin/mindrouter (CGO-free), stamped with VERSION and COMMIT
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS_VERSION)' -o bin/mindrouter ./core/cmd/mindrouter
 
 fakellm: ## bin/fakellm, the simulated vLLM/Ollama backend
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/fakellm ./bench/fakellm/cmd/fakellm

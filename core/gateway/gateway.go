@@ -75,6 +75,12 @@ type Options struct {
 	// Replica names this process among replicas sharing Redis (default:
 	// random).
 	Replica string
+	// AdminKeyFile, when set, receives an admin key generated at this
+	// start (mode 0600), written before the store keeps the key's hash.
+	AdminKeyFile string
+	// ConfigPath names the config file in the start-up log line ("" for
+	// the embedded defaults).
+	ConfigPath string
 }
 
 // Start loads plugins, starts discovery and serves until Close. Each part
@@ -265,6 +271,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		log.Warn("first discovery round still running; serving anyway")
 	}
 	g.Server.SetReady(true)
+	g.logStarted(o, apiTLS != nil, metTLS != nil)
 	return g, nil
 }
 
