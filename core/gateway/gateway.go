@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/admin"
@@ -151,6 +152,11 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	if fc, ok := fleetC.(*fleetComponent); ok && fc.fl != nil {
 		metrics = append(metrics, fleetMetrics(fc.fl))
 	}
+	var rdb redis.UniversalClient
+	if acct.rdb != nil {
+		rdb = acct.rdb
+	}
+	metrics = append(metrics, healthMetrics(reg, acct.st, rdb, o.Config.Redis.Timeout.D()))
 	var certs []*tlscert.Reloader
 	for _, c := range []*tlscert.Reloader{apiTLSCert, metTLSCert} {
 		if c != nil {

@@ -183,4 +183,10 @@ metrics:
 	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
 		t.Fatalf("metrics %d, want a line %q", resp.StatusCode, want)
 	}
+	// The health gauges the alerts use.
+	for _, l := range []string{"mindrouter_store_up 1\n", `mindrouter_backend_breaker_open{backend="gpu1-vllm"} 0` + "\n"} {
+		if !strings.Contains(string(body), l) {
+			t.Errorf("metrics lack %q", l)
+		}
+	}
 }
