@@ -12,7 +12,7 @@ export MINDROUTER_TEST_LOCK ?= $(CURDIR)/.cache/test.lock
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: deploy-check help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -90,6 +90,12 @@ matrix: plugins test-deps ## docs/conformance.md: client dialect × backend engi
 
 matrix-from:
 	$(GO) run ./core/internal/matrix/cmd/conformance-matrix -pkg github.com/mindrouter/mindrouter/core/gateway -o docs/conformance.md < $(MATRIX_JSON)
+
+# The deployment files: the alert rules parse and their unit tests pass
+# (promtool from Debian's prometheus package, installed by test-deps).
+deploy-check: test-deps ## check deploy/: promtool check and test the alert rules
+	promtool check rules deploy/prometheus/alerts.yml
+	cd deploy/prometheus && promtool test rules alerts_test.yml
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff
