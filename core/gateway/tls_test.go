@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,22 @@ metrics:
 	want := fmt.Sprintf(`mindrouter_tls_certificate_expiry_timestamp_seconds{listener="api"} %d`, second.leaf.NotAfter.Unix())
 	if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
 		t.Fatalf("metrics %d, want a line %q", resp.StatusCode, want)
+	}
+	// Every metric deploy/prometheus/alerts.yml names is exported (those
+	// of Redis only with redis.addr set; up is Prometheus' own).
+	rules, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fams []string
+	for _, n := range metricName.FindAllString(string(rules), -1) {
+		n = strings.TrimSuffix(n, "_bucket")
+		if n != "mindrouter_redis_up" && n != "mindrouter_fleet_redis_down" && !slices.Contains(fams, n) {
+			fams = append(fams, n)
+		}
+	}
+	if m := missingFamilies(fams, string(body)); len(fams) < 8 || len(m) > 0 {
+		t.Errorf("alerts.yml names metrics the gateway does not export: %v (of %v)", m, fams)
 	}
 	// The health gauges the alerts use.
 	for _, l := range []string{"mindrouter_store_up 1\n", `mindrouter_backend_breaker_open{backend="gpu1-vllm"} 0` + "\n"} {
