@@ -12,15 +12,21 @@ export MINDROUTER_TEST_LOCK ?= $(CURDIR)/.cache/test.lock
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: deploy-check help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
 
 build: gateway fakellm plugins sidecar ## build everything into bin/ and plugins/*.wasm
 
-gateway: ## bin/mindrouter (CGO-free)
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mindrouter ./core/cmd/mindrouter
+# The version stamp (mindrouter --version, /status): the nearest tag, else
+# the commit; override with VERSION=v1.2.3.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LDFLAGS_VERSION = -X github.com/mindrouter/mindrouter/core/version.Version=$(VERSION) -X github.com/mindrouter/mindrouter/core/version.Commit=$(COMMIT)
+
+gateway: ## bin/mindrouter (CGO-free), stamped with VERSION and COMMIT
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS_VERSION)' -o bin/mindrouter ./core/cmd/mindrouter
 
 fakellm: ## bin/fakellm, the simulated vLLM/Ollama backend
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/fakellm ./bench/fakellm/cmd/fakellm
@@ -84,6 +90,12 @@ matrix: plugins test-deps ## docs/conformance.md: client dialect × backend engi
 
 matrix-from:
 	$(GO) run ./core/internal/matrix/cmd/conformance-matrix -pkg github.com/mindrouter/mindrouter/core/gateway -o docs/conformance.md < $(MATRIX_JSON)
+
+# The deployment files: the alert rules parse and their unit tests pass
+# (promtool from Debian's prometheus package, installed by test-deps).
+deploy-check: test-deps ## check deploy/: promtool check and test the alert rules
+	promtool check rules deploy/prometheus/alerts.yml
+	cd deploy/prometheus && promtool test rules alerts_test.yml
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff

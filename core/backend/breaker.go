@@ -266,7 +266,7 @@ func (br *breaker) openLocked(why string) {
 	br.probing = false
 	br.until = br.clock().Add(br.cooldown)
 	br.logger().Warn("backend circuit breaker open: routing around the backend", slog.String("backend", br.name),
-		slog.String("reason", why), slog.Duration("cooldown", br.cooldown))
+		slog.String("reason", why), slog.Float64("cooldown_s", br.cooldown.Seconds()))
 }
 
 // abandoned returns a claimed probe whose request ended without telling

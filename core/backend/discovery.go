@@ -228,7 +228,13 @@ func merge(st *Status, disc *canon.Discovery, status int) {
 func (d *Discoverer) publish(b *Backend, prev, next *Status) {
 	b.publish(next)
 	if prev.Healthy != next.Healthy || !prev.Probed {
-		d.log.LogAttrs(context.Background(), slog.LevelInfo, "backend status",
+		// A backend going (or starting) unhealthy is an operator's
+		// concern: WARN; coming up is INFO.
+		lvl := slog.LevelInfo
+		if !next.Healthy {
+			lvl = slog.LevelWarn
+		}
+		d.log.LogAttrs(context.Background(), lvl, "backend status",
 			slog.String("backend", b.Name), slog.Bool("healthy", next.Healthy),
 			slog.Int("models", len(next.Models)), slog.String("error", next.Err))
 	}

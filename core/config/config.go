@@ -23,6 +23,12 @@ import (
 type Config struct {
 	// Listen is the address the API server binds.
 	Listen string `yaml:"listen"`
+	// TLS, when its files are set, serves the API listener over HTTPS.
+	TLS TLS `yaml:"tls"`
+	// DataDir holds every file the gateway writes (the SQLite store, the
+	// embedded audit, the audit spool, the generated admin key): relative
+	// to the working directory, not to the config file (default "data").
+	DataDir string `yaml:"data_dir"`
 	// Plugins is the path of plugins.yaml, relative to the config file.
 	Plugins string `yaml:"plugins"`
 	// Backends are the inference servers behind the gateway.
@@ -162,7 +168,25 @@ type Metrics struct {
 	// behind Key. Off by default; only with Listen and Key, never on the
 	// API listener. What it costs: nothing until a profile is taken.
 	Pprof bool `yaml:"pprof"`
+	// TLS, when its files are set, serves the metrics listener over HTTPS;
+	// ClientCAFile there requires client certificates signed by that CA.
+	TLS TLS `yaml:"tls"`
 }
+
+// TLS is a listener's certificate. The files are read again when they
+// change (a renewed certificate is served to new connections without a
+// restart; open connections keep theirs). Relative paths resolve against
+// the config file's directory, like the other files the gateway reads.
+type TLS struct {
+	CertFile string `yaml:"cert_file"` // PEM certificate chain, leaf first
+	KeyFile  string `yaml:"key_file"`  // PEM private key
+	// ClientCAFile, when set, requires and verifies client certificates
+	// against these PEM CAs (mutual TLS; meant for the metrics listener).
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// On reports whether the listener serves TLS.
+func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Images controls how the gateway fetches images clients give by URL for
 // backends that take them only inline (Ollama): through an SSRF guard
@@ -186,8 +210,8 @@ type Images struct {
 // gateway (the default).
 type Store struct {
 	Driver string `yaml:"driver"` // sqlite (default) or mysql
-	// DSN is the SQLite file (relative to the config file; ":memory:" for
-	// a throw-away store) or a go-sql-driver/mysql DSN
+	// DSN is the SQLite file (relative to data_dir; ":memory:" for a
+	// throw-away store) or a go-sql-driver/mysql DSN
 	// ("user:pass@tcp(host:3306)/mindrouter").
 	DSN string `yaml:"dsn"`
 	// Migrate applies pending schema migrations at start (default true);
@@ -303,11 +327,12 @@ func (c *Config) FleetOn() bool { return c.Scheduler.Fleet != "off" && c.Redis.A
 type Audit struct {
 	// Enabled records requests (default true).
 	Enabled *bool `yaml:"enabled"`
-	// Spool is the directory of the write-ahead spool (relative to the
-	// config file; default data/audit-spool).
+	// Spool is the directory of the write-ahead spool (relative to
+	// data_dir; default audit-spool).
 	Spool string `yaml:"spool"`
 	// ClickHouse receives the records; without addresses they go to the
-	// embedded sink, an SQLite file (Embedded, default data/audit.db).
+	// embedded sink, an SQLite file (Embedded, relative to data_dir;
+	// default audit.db).
 	ClickHouse AuditClickHouse `yaml:"clickhouse"`
 	Embedded   string          `yaml:"embedded"`
 	// Content keeps request and response bodies in the record (default
@@ -333,12 +358,44 @@ func (c *Config) AuditOn() bool { return c.Audit.Enabled == nil || *c.Audit.Enab
 // AuditContent reports audit.content (default true).
 func (c *Config) AuditContent() bool { return c.Audit.Content == nil || *c.Audit.Content }
 
-// Path resolves a path of the config against the config file's directory.
+// Path resolves a path of the config against the config file's directory
+// (files the gateway reads: plugins.yaml, key files, certificates).
 func (c *Config) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
 	return filepath.Join(c.dir, p)
+}
+
+// DataPath resolves a file the gateway writes against data_dir (itself
+// relative to the working directory).
+func (c *Config) DataPath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.DataDir, p)
+}
+
+// ResolveTLS is t with its files resolved against the config file's
+// directory.
+func (c *Config) ResolveTLS(t TLS) TLS {
+	return TLS{CertFile: c.Path(t.CertFile), KeyFile: c.Path(t.KeyFile), ClientCAFile: c.Path(t.ClientCAFile)}
+}
+
+// LegacyStorePath is where a relative SQLite store.dsn lived before
+// data_dir (against the config file's directory), when that differs from
+// where it is now; "" otherwise. A start that finds a store there and none
+// at the new place refuses to create a second, empty store.
+func (c *Config) LegacyStorePath() string {
+	d := c.Store.DSN
+	if c.Store.Driver != "sqlite" || d == ":memory:" || filepath.IsAbs(d) || strings.HasPrefix(d, "file:") {
+		return ""
+	}
+	old := filepath.Join(c.dir, d)
+	if filepath.Clean(old) == filepath.Clean(c.StoreDSN()) {
+		return ""
+	}
+	return old
 }
 
 // Duration is a time.Duration written as "30s", "5m".
@@ -390,14 +447,15 @@ func Default() *Config {
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
 		Images:    Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8},
-		Store:     Store{Driver: "sqlite", DSN: "data/mindrouter.db"},
+		DataDir:   "data",
+		Store:     Store{Driver: "sqlite", DSN: "mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
 		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
 		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
 		Retries:   Retries{MaxAttempts: 3, AttemptTimeout: Duration(60 * time.Second)},
 		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
 		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20},
-		Audit: Audit{Spool: "data/audit-spool", Embedded: "data/audit.db", MaxContentBytes: 64 << 10,
+		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10,
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
@@ -454,6 +512,10 @@ func (c *Config) Validate() error {
 	if c.Plugins == "" {
 		add("plugins: must name plugins.yaml")
 	}
+	if c.DataDir == "" {
+		add("data_dir: required (the directory of the files the gateway writes)")
+	}
+	c.validateTLS("tls", c.TLS, add)
 	names := map[string]bool{}
 	for i, b := range c.Backends {
 		key := fmt.Sprintf("backends[%d]", i)
@@ -524,6 +586,10 @@ func (c *Config) Validate() error {
 	} else if c.Metrics.Pprof {
 		add("metrics.pprof: needs metrics.listen (profiles are never served on the API listener)")
 	}
+	if c.Metrics.TLS.On() && c.Metrics.Listen == "" {
+		add("metrics.tls: needs metrics.listen (the API listener's certificate is tls)")
+	}
+	c.validateTLS("metrics.tls", c.Metrics.TLS, add)
 	if c.Metrics.Pprof && c.Metrics.Key == "" {
 		add("metrics.pprof: needs metrics.key (profiles show the process's internals)")
 	}
@@ -665,14 +731,14 @@ func validEngine(s string) bool {
 	return true
 }
 
-// StoreDSN is store.dsn with a relative SQLite path resolved against the
-// config file's directory.
+// StoreDSN is store.dsn with a relative SQLite path resolved against
+// data_dir.
 func (c *Config) StoreDSN() string {
 	d := c.Store.DSN
 	if c.Store.Driver != "sqlite" || d == ":memory:" || filepath.IsAbs(d) || strings.HasPrefix(d, "file:") {
 		return d
 	}
-	return filepath.Join(c.dir, d)
+	return c.DataPath(d)
 }
 
 // MigrateOnStart reports store.migrate (default true).

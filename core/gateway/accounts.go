@@ -81,6 +81,13 @@ func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsP
 			return fail(err)
 		}
 		a.generatedKey = key
+		if key != "" && o.AdminKeyFile != "" {
+			// Written before the store knows the key: a start that cannot
+			// write the file leaves no admin key nobody has.
+			if err := writeKeyFile(o.AdminKeyFile, key); err != nil {
+				return fail(fmt.Errorf("write the generated admin key: %w", err))
+			}
+		}
 	}
 	if key != "" {
 		if _, err := accounts.EnsureAdmin(ctx, a.st, key); err != nil {

@@ -7,6 +7,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/admin"
@@ -30,6 +32,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/core/server"
 	"github.com/mindrouter/mindrouter/core/store"
+	"github.com/mindrouter/mindrouter/core/tlscert"
 	"github.com/mindrouter/mindrouter/sdk"
 )
 
@@ -73,6 +76,12 @@ type Options struct {
 	// Replica names this process among replicas sharing Redis (default:
 	// random).
 	Replica string
+	// AdminKeyFile, when set, receives an admin key generated at this
+	// start (mode 0600), written before the store keeps the key's hash.
+	AdminKeyFile string
+	// ConfigPath names the config file in the start-up log line ("" for
+	// the embedded defaults).
+	ConfigPath string
 }
 
 // Start loads plugins, starts discovery and serves until Close. Each part
@@ -100,6 +109,14 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	pcfg, err := pluginhost.LoadConfig(o.Config.PluginsPath())
 	if err != nil {
 		return nil, fmt.Errorf("load plugins: %w", err)
+	}
+	apiTLSCert, apiTLS, err := listenerTLS(o.Config, "api", o.Config.TLS, log)
+	if err != nil {
+		return nil, err
+	}
+	metTLSCert, metTLS, err := listenerTLS(o.Config, "metrics", o.Config.Metrics.TLS, log)
+	if err != nil {
+		return nil, err
 	}
 	acct, backends, err := openAccounts(ctx, &o, log)
 	if err != nil {
@@ -134,6 +151,20 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	if fc, ok := fleetC.(*fleetComponent); ok && fc.fl != nil {
 		metrics = append(metrics, fleetMetrics(fc.fl))
+	}
+	var rdb redis.UniversalClient
+	if acct.rdb != nil {
+		rdb = acct.rdb
+	}
+	metrics = append(metrics, healthMetrics(reg, acct.st, rdb, o.Config.Redis.Timeout.D()))
+	var certs []*tlscert.Reloader
+	for _, c := range []*tlscert.Reloader{apiTLSCert, metTLSCert} {
+		if c != nil {
+			certs = append(certs, c)
+		}
+	}
+	if len(certs) > 0 {
+		metrics = append(metrics, tlsMetrics(certs))
 	}
 	live := newLiveBackends(reg, acct.st, o.Config.Backends, log)
 	acctC := &funcComponent{name: "accounts", start: func(context.Context) error { return nil }, close: acct.close}
@@ -202,6 +233,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 				g.MetricsAddr = mln.Addr()
 				g.metrics = &fasthttp.Server{Handler: g.Server.ServeMetrics, Name: "mindrouter", ReadTimeout: 10 * time.Second,
 					NoDefaultServerHeader: true, Logger: discardLogger{}}
+				if metTLS != nil {
+					mln = tls.NewListener(mln, metTLS)
+				}
 				go func() { _ = g.metrics.Serve(mln) }()
 				return nil
 			},
@@ -218,6 +252,10 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 				}
 			}
 			g.Addr = ln.Addr()
+			if apiTLS != nil {
+				go func() { g.done <- g.Server.ServeTLS(ln, apiTLS) }()
+				return nil
+			}
 			go func() { g.done <- g.Server.Serve(ln) }()
 			return nil
 		},
@@ -239,6 +277,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		log.Warn("first discovery round still running; serving anyway")
 	}
 	g.Server.SetReady(true)
+	g.logStarted(o, apiTLS != nil, metTLS != nil)
 	return g, nil
 }
 

@@ -204,7 +204,7 @@ func (s *Server) logRequest(ex *exchange) {
 		slog.Int("chunks", o.Chunks),
 		slog.Int("prompt_tokens", o.Usage.Prompt),
 		slog.Int("completion_tokens", o.Usage.Completion),
-		slog.Duration("dur", o.Duration),
+		slog.Float64("dur_ms", float64(o.Duration.Microseconds())/1000),
 		slog.String("error", o.Error))
 }
 

@@ -58,6 +58,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/core/tokencount"
 	"github.com/mindrouter/mindrouter/core/tokens"
+	"github.com/mindrouter/mindrouter/core/version"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
@@ -293,23 +294,9 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(w.B)
 }
 
-// buildVersion is the gateway's module version, or "dev" plus the VCS
-// revision for a build from a work tree.
-var buildVersion = sync.OnceValue(func() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, st := range bi.Settings {
-		if st.Key == "vcs.revision" && len(st.Value) >= 12 {
-			return "dev-" + st.Value[:12]
-		}
-	}
-	return "dev"
-})
+// buildVersion is the gateway's build stamp (core/version): the
+// Makefile's version, else the module version, else "dev".
+var buildVersion = version.String
 
 // readyz answers {"status":"ready"|"not_ready","checks":{name:"ok"|reason}}
 // (the reference's shape), 503 when any check fails.

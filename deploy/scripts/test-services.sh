@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the real servers the tests start on loopback (Redis, MariaDB,
-# ClickHouse)
-# when they are missing. Debian packages; run as root or with sudo. The
+# ClickHouse) and promtool (Debian's prometheus package, for
+# make deploy-check) when they are missing. Debian packages; run as root or with sudo. The
 # tests start and stop their own server processes (core/internal/testsvc);
 # the packages' system services are not used.
 set -eu
@@ -9,6 +9,8 @@ need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || need="$need mariadb-server"
 { command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/sbin/clickhouse-server ]; } || need="$need clickhouse-server"
+# promtool (make deploy-check: the alert rules and their unit tests).
+command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 [ -z "$need" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"

@@ -31,7 +31,7 @@ func newCLI(t *testing.T, extra string) *cli {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cli{t: t, config: filepath.Join(dir, "mindrouter.yaml"), db: filepath.Join(dir, "data", "mr.db")}
-	yaml := "store:\n  driver: sqlite\n  dsn: data/mr.db\n" + extra
+	yaml := fmt.Sprintf("data_dir: %q\nstore:\n  driver: sqlite\n  dsn: data/mr.db\n", dir) + extra
 	if err := os.WriteFile(c.config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -146,13 +146,14 @@ func newKillEnv(t *testing.T, ch *testsvc.ClickHouse) *killEnv {
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 log: {level: warn}
+data_dir: %q
 store: {driver: sqlite, dsn: data/mr.db}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: 64}
 audit:
   spool: spool
   clickhouse: {addr: [%q], database: %q}
-`, pluginsYAML, fakeAddr, ch.Addr, ch.Database)
+`, pluginsYAML, dir, fakeAddr, ch.Addr, ch.Database)
 	if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}

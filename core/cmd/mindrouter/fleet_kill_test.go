@@ -38,12 +38,13 @@ func TestFleetGatewaySIGKILL(t *testing.T) {
 		y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 log: {level: warn}
+data_dir: %q
 store: {driver: sqlite, dsn: data/mr.db}
 redis: {addr: %q}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: %d}
 scheduler: {policy: fair, fleet: auto, slot_lease: %s}
-`, pluginsYAML, rds.Addr, fakeAddr, maxConc, lease)
+`, pluginsYAML, dir, rds.Addr, fakeAddr, maxConc, lease)
 		if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}
