@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mindrouter/mindrouter/core/pluginhost/firstparty"
 )
 
 // syncBuffer is a log sink the gateway writes while the test reads.
@@ -40,7 +38,7 @@ func (s *syncBuffer) String() string {
 // version, commit, config, data directory, store, audit sink, listeners and
 // plugin versions.
 func TestServe_GeneratedAdminKeyNeverLogged(t *testing.T) {
-	firstparty.Register()
+	registerNatives()
 	t.Setenv("ADMIN_API_KEY", "")
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "state")
