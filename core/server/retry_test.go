@@ -109,7 +109,8 @@ func TestStreamCall_AttemptTimeout(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex := &exchange{ctx: ctx, breq: fasthttp.AcquireRequest(), bresp: fasthttp.AcquireResponse()}
+	ex := &exchange{ctx: ctx}
+	ex.breq, ex.bresp = fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(ex.breq)
 	defer fasthttp.ReleaseResponse(ex.bresp)
 	ex.breq.SetRequestURI(b.URL("/v1/chat/completions"))
