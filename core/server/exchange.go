@@ -29,7 +29,7 @@ import (
 // scratch, and three parts, each filled by one phase and reset by its own
 // reset in begin: inbound (what the client sent and who it is: the stages
 // up to decode and the limits), upstream (the backend side: admission,
-// the attempts and the pinned plugins) and
+// the attempts, the pinned plugins and the translation they chose) and
 // stream (a streamed answer's relay). The parts are embedded, so their
 // fields read as the exchange's (ex.body, ex.lease, ex.split).
 type exchange struct {
@@ -83,9 +83,11 @@ type inbound struct {
 	// decode (decoded, with canon: the canonical request JSON).
 	req   plugcall.Request
 	canon []byte
-	// routed: the routing fields came from the native scan; decoded: the
-	// translator's request_decode ran.
-	routed, decoded bool
+	// routed: the routing fields came from the native scan. decoded: the
+	// translator's request decode ran; canon is valid. fusable: the
+	// translator's module holds adapters too (a bundle), so a routed
+	// request's decode is deferred to the fused call (decode, canonical).
+	routed, decoded, fusable bool
 	// unary is the op set of an embedding, rerank or score request
 	// (unary.go), set by its decode stage; embedEnc is an embedding
 	// request's vector encoding, as the translator named it, for the
@@ -102,7 +104,7 @@ func (in *inbound) reset() {
 	in.body, in.bodyHeld = in.body[:0], 0
 	in.req = plugcall.Request{}
 	in.canon = in.canon[:0]
-	in.routed, in.decoded = false, false
+	in.routed, in.decoded, in.fusable = false, false, false
 	in.unary, in.embedEnc = nil, ""
 }
 
@@ -117,9 +119,11 @@ type upstream struct {
 	backend  *backend.Backend
 
 	tver, aver *pluginhost.Version
-	// fused: this attempt's adapter is in the translator's module and the
-	// fused ops serve the request.
-	fused    bool
+	// tr is the attempt's translation (translation.go), chosen with its
+	// adapter; hints are its request's (context window, output cap,
+	// capabilities).
+	tr       translation
+	hints    plugcall.Hints
 	adNDJSON bool // the adapter's backend streams NDJSON
 
 	breqOut plugcall.BackendRequest
@@ -141,7 +145,7 @@ func (up *upstream) reset(recordDecisions bool) {
 	}
 	up.lease, up.backend = nil, nil
 	up.tver, up.aver = nil, nil
-	up.fused, up.adNDJSON = false, false
+	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false
 }
 
 // stream is a streamed answer's relay state: the framing, the plugins'

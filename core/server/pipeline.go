@@ -15,7 +15,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
-	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -41,7 +40,6 @@ type attempt struct {
 	s       *Server
 	max     int           // retries.max_attempts
 	timeout time.Duration // retries.attempt_timeout: a stream's wait for its first event
-	unary   bool          // an embedding, rerank or score request (unary.go): encodeUnary, never streamed
 }
 
 func (attempt) stage() outcome.Stage { return selfTimed }
@@ -60,12 +58,7 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 		}
 		ex.out.Attempts++
 		t0 := time.Now()
-		var err error
-		if a.unary {
-			err = ex.encodeUnary(b)
-		} else {
-			err = ex.encode(b)
-		}
+		err := ex.encode(b)
 		if err != nil {
 			b.ReportAbandoned()
 			return err
@@ -123,14 +116,27 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	}
 }
 
-// encode writes the backend request for b through its adapter: in one
-// fused call when the adapter is in the translator's module and the
-// request was routed natively, else translator decode (once) then adapter
-// encode over canonical JSON.
+// encode pins b's adapter, chooses the attempt's translation
+// (translationFor: fused, canonical or unary) and writes the backend
+// request through it.
 func (ex *exchange) encode(b *backend.Backend) error {
+	if err := ex.pinAdapter(b); err != nil {
+		return err
+	}
+	tr, err := ex.translationFor(b)
+	if err != nil {
+		return err
+	}
+	ex.tr = tr
+	return tr.request(ex)
+}
+
+// pinAdapter pins b's adapter for this attempt (the translator's own pin
+// when both are in one module) and finds its component.
+func (ex *exchange) pinAdapter(b *backend.Backend) error {
 	ad := b.Adapter()
 	if ad == nil { // its adapter was unloaded by a reload since admission
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	if ex.aver != nil && ex.aver != ex.tver {
 		ex.aver.Release()
@@ -142,42 +148,18 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		ex.aver = ad.Pin()
 	}
 	if ex.aver == nil {
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	idx, am, ok := ex.aver.Manifest().AdapterFor(b.Engine)
 	if !ok {
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
-	m := b.Status().Models[ex.req.Model] // one lookup for both hints
-	ctxLen := m.ContextLength
-	ctxCap, err := ex.contextCap(b, ctxLen)
-	if err != nil {
-		return err
-	}
-	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: m.Capabilities}
-	ex.fused = ex.aver == ex.tver && !ex.decoded
-	if ex.fused {
-		err := ex.withImages(func() error {
-			return ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, hints, &ex.req, &ex.breqOut)
-		})
-		if err != nil {
-			return err
-		}
-		ex.out.Stream = ex.req.Stream
-		return nil
-	}
-	if !ex.decoded {
-		if err := ex.decodeRequest(); err != nil {
-			return err
-		}
-	}
-	// An adapter refusing a well-formed canonical request says the engine
-	// cannot do what the client asked (logprobs on Ollama, say): the
-	// client's 400, as on the fused path.
-	return ex.withImages(func() error {
-		return ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, hints, &ex.breqOut)
-	})
+	return nil
+}
+
+func noAdapter(b *backend.Backend) error {
+	return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 }
 
 // withImages runs a request call; when the adapter needs images the
@@ -260,8 +242,8 @@ func (ex *exchange) prepareBackendRequest() {
 	req.SetBody(r.Body)
 }
 
-// respond answers from the backend's response: translated whole, or
-// handed to a stream relay.
+// respond answers from the backend's response: translated whole by the
+// attempt's translation, or handed to a stream relay.
 type respond struct{}
 
 func (respond) stage() outcome.Stage { return outcome.StageRespond }
@@ -277,17 +259,8 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
 		return ex.backendError(code, ex.bresp.Body())
 	}
-	if ex.fused {
-		if err := ex.calls.FusedResponse(ex.ctx, ex.tver, ex.header(), ex.bresp.Body(), &ex.dec, &ex.enc); err != nil {
-			return pluginFailure(err)
-		}
-	} else {
-		if err := ex.calls.DecodeResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
-			return pluginFailure(err)
-		}
-		if err := ex.calls.EncodeResponse(ex.ctx, ex.tver, ex.header(), ex.dec.Canonical, &ex.enc); err != nil {
-			return pluginFailure(err)
-		}
+	if err := ex.tr.response(ex, ex.bresp.Body()); err != nil {
+		return pluginFailure(err)
 	}
 	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))

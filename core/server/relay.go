@@ -14,8 +14,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/plugcall"
-	"github.com/mindrouter/mindrouter/sdk"
-	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
@@ -167,68 +165,21 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 	return
 }
 
-// step runs one batch of framed events (ex.list) through the adapter and
-// translator and writes the result. It returns false when the stream must
-// stop.
-// A stream's plugin calls run under the gateway's context, not the
-// request's: the request deadline bounds the wait for an answer, and an
-// answering stream lasts as long as the backend keeps sending (bounded
-// by timeouts.stream_idle between reads).
+// step runs one batch of framed events (ex.list) through the attempt's
+// translation and writes the result. It returns false when the stream
+// must stop. The plugin calls' time is summed into StreamPlugin (a part
+// of the respond stage): two clock reads per batch, none per event.
 func (ex *exchange) step(w io.Writer, end bool) bool {
-	flags := uint32(0)
-	if ex.aFirst {
-		flags |= abi.FlagFirst
-	}
-	if end {
-		flags |= abi.FlagEnd
-	}
-	// The plugin calls' time is summed into StreamPlugin (a part of the
-	// respond stage): two clock reads per batch, none per event.
 	t0 := time.Now()
-	if ex.fused {
-		// One call: the module decodes and encodes, keeping both states.
-		out, err := ex.calls.FusedStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
-		ex.out.StreamPlugin += time.Since(t0)
-		if err != nil {
-			ex.streamFail(w, pluginFailure(err))
-			return false
-		}
-		ex.aFirst = false
-		ex.noteDecoded()
-		if len(out) == 0 && !end {
-			return true
-		}
-		ex.out.Chunks++
-		ex.out.BytesOut += int64(len(out))
-		return ex.write(w, out)
-	}
-	err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, flags, &ex.astate, ex.list, &ex.dec)
-	if err != nil || len(ex.dec.Canonical) == 0 && !end {
-		ex.out.StreamPlugin += time.Since(t0)
-	}
+	out, send, err := ex.tr.streamBatch(ex, end)
+	ex.out.StreamPlugin += time.Since(t0)
 	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
-	ex.aFirst = false
-	ex.noteDecoded()
-	if len(ex.dec.Canonical) == 0 && !end {
+	if !send {
 		return true
 	}
-	flags = 0
-	if ex.tFirst {
-		flags |= abi.FlagFirst
-	}
-	if end {
-		flags |= abi.FlagEnd
-	}
-	out, err := ex.calls.EncodeStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
-	ex.out.StreamPlugin += time.Since(t0) // the decode and the encode: noteDecoded between them is cheap
-	if err != nil {
-		ex.streamFail(w, pluginFailure(err))
-		return false
-	}
-	ex.tFirst = false
 	ex.out.Chunks++
 	ex.out.BytesOut += int64(len(out))
 	return ex.write(w, out)
@@ -301,12 +252,8 @@ func (ex *exchange) streamFail(w io.Writer, err error) {
 	var out plugcall.EncodedError
 	// The translator's stream state lets it end the stream in step with
 	// it (Responses: the next sequence number, the output so far).
-	state := ex.tstate
-	if ex.fused {
-		state = sdk.FusedTranslatorState(ex.astate)
-	}
 	t0 := time.Now()
-	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, state, ex.buf, &out)
+	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, ex.tr.streamState(ex), ex.buf, &out)
 	ex.out.StreamPlugin += time.Since(t0)
 	if perr == nil && len(out.Body) > 0 {
 		ex.write(w, out.Body)
