@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -26,16 +25,19 @@ const selfTimed = outcome.NumStages
 
 // attempt sends the request to the admitted backend through its adapter:
 // encode, then call, until the response headers and first event (a
-// stream) or the whole response. An attempt that fails before any
-// response byte reached the client — the backend unreachable, its
-// connection dead, a stream that ends or breaks before its first event or
-// sends none within retries.attempt_timeout, or a 500/502/503/504 answer —
-// is re-run on another backend, up to retries.max_attempts in all, when
-// the scheduler has one this request has not tried. Chat, completions and embeddings are safe
-// to re-send: the client got nothing from the failed attempt. A 4xx is
-// never retried. Each outcome is reported to the backend's circuit
-// breaker (retry.go, backend/breaker.go); a stream's, once it ended
-// (relay.go), so that one broken after it started counts against it.
+// stream) or the whole response. The loop only makes attempts; whether a
+// failed one is made again, on another backend, and what the backend's
+// circuit breaker is told, is the retry decision's (tried.verdict,
+// retry.go): up to retries.max_attempts attempts in all (default 3), when
+// no response byte reached the client and the attempt failed in a way
+// another backend may not — unreachable, its connection dead, a stream
+// that ends or breaks before its first event or sends none within
+// retries.attempt_timeout, or a 500/502/503/504 answer — and the
+// scheduler has a backend this request has not tried. Chat, completions,
+// embeddings, rerank and score are safe to re-send: the client got
+// nothing from the failed attempt. A 4xx is never retried. A stream's
+// breaker report waits for its end (relay.go), so that one broken after
+// it started counts against the backend.
 type attempt struct {
 	s       *Server
 	max     int           // retries.max_attempts
@@ -45,7 +47,6 @@ type attempt struct {
 func (attempt) stage() outcome.Stage { return selfTimed }
 
 func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
-	s := a.s
 	for {
 		b := ex.backend
 		if !b.TryAttempt() {
@@ -57,63 +58,60 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 			continue
 		}
 		ex.out.Attempts++
-		t0 := time.Now()
-		err := ex.encode(b)
-		if err != nil {
-			b.ReportAbandoned()
-			return err
-		}
-		t1 := time.Now()
-		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
-		ex.prepareBackendRequest()
-		if ex.req.Stream {
-			err = ex.streamCall(b, a.timeout)
-		} else {
-			err = b.DoContext(ex.ctx, ex.breq, ex.bresp, s.cfg.Timeouts.Request.D())
-		}
-		ex.out.Stages[outcome.StageBackend] += time.Since(t1)
-		if err == nil {
-			code := ex.bresp.StatusCode()
-			if !retryableStatus(code) {
-				if !ex.req.Stream || code != fasthttp.StatusOK {
-					b.ReportSuccess()
-				} // else the relay reports how the stream went (relay.go)
-				return nil
-			}
-			b.ReportFailure()
-			if ex.out.Attempts >= a.max || !a.hasAlternative(ex) {
-				return nil // respond relays the backend's error
-			}
-			s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend answered a server error; retrying on another backend",
-				slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.Int("status", code))
-			ex.discardResponse()
-			if !a.another(ex) {
-				return apierr.New(canon.ErrBackend, "backend_error", "the backend "+b.Name+" answered HTTP "+strconv.Itoa(code))
-			}
-			continue
-		}
-		if cerr := ex.ctx.Err(); cerr == context.Canceled {
-			b.ReportAbandoned()
-			return errClientGone(err)
-		} else if cerr != nil { // timeouts.request passed
-			b.ReportFailure()
-			return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+b.Name+" did not answer within the request timeout", err)
-		}
-		if liveFailure(err) {
-			b.ReportFailure()
-		} else {
-			b.ReportAbandoned()
-		}
-		if ex.out.Attempts >= a.max || !retryable(err) {
-			return backendUnreachable(b.Name, err)
+		t := a.try(ex, b)
+		v := t.verdict()
+		v.report.to(b)
+		if !v.again {
+			return v.err
 		}
 		ex.discardResponse()
 		if !a.another(ex) {
-			return backendUnreachable(b.Name, err)
+			return v.err
 		}
-		s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
-			slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.String("error", err.Error()))
+		a.logRetry(ex, b.Name, &t)
 	}
+}
+
+// try makes one attempt on b: encode, then call. Its stage times go to
+// the Outcome.
+func (a attempt) try(ex *exchange, b *backend.Backend) tried {
+	t := tried{backend: b.Name, attempts: ex.out.Attempts, max: a.max, sent: ex.out.BytesOut > 0}
+	t0 := time.Now()
+	if err := ex.encode(b); err != nil {
+		t.encodeErr = err
+		return t
+	}
+	t1 := time.Now()
+	ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
+	t.stream = ex.req.Stream // after encode: a fused request's is the module's reading
+	ex.prepareBackendRequest()
+	var err error
+	if t.stream {
+		err = ex.streamCall(b, a.timeout)
+	} else {
+		err = b.DoContext(ex.ctx, ex.breq, ex.bresp, a.s.cfg.Timeouts.Request.D())
+	}
+	ex.out.Stages[outcome.StageBackend] += time.Since(t1)
+	if err != nil {
+		t.err, t.reqErr = err, ex.ctx.Err()
+		return t
+	}
+	t.status = ex.bresp.StatusCode()
+	if retryableStatus(t.status) {
+		t.alternative = a.hasAlternative(ex)
+	}
+	return t
+}
+
+// logRetry notes a failed attempt that is made again on another backend.
+func (a attempt) logRetry(ex *exchange, backend string, t *tried) {
+	if t.err == nil {
+		a.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend answered a server error; retrying on another backend",
+			slog.String("req_id", ex.id), slog.String("backend", backend), slog.Int("status", t.status))
+		return
+	}
+	a.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
+		slog.String("req_id", ex.id), slog.String("backend", backend), slog.String("error", t.err.Error()))
 }
 
 // encode pins b's adapter, chooses the attempt's translation

@@ -60,7 +60,7 @@ func (b *relayBody) Close() error {
 		ex.s.met.streams.Add(-1)
 		ex.s.met.disconnects.Add(1)
 		if ex.backend != nil {
-			ex.backend.ReportAbandoned() // its first event came; the client left before seeing it
+			reportAbandoned.to(ex.backend) // its first event came; the client left before seeing it
 		}
 		ex.out.ClientGone, ex.out.Status = true, statusClientClosed
 		ex.s.finish(nil, ex)
@@ -91,9 +91,9 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 			ex.clientGone, ex.out.Status = true, 500
-			ex.backend.ReportAbandoned()
+			reportAbandoned.to(ex.backend)
 		} else {
-			ex.reportStream(broke)
+			streamReport(broke).to(ex.backend) // retry.go
 		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only
@@ -218,19 +218,6 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 		return false
 	}
 	return true
-}
-
-// reportStream tells the backend's circuit breaker how its stream went
-// (the attempt left that to the relay: a stream's first event is no
-// proof of a whole answer): a failure when the backend broke it, a
-// success otherwise — a client that left mid-way or a plugin that failed
-// says nothing against a backend that was sending.
-func (ex *exchange) reportStream(broke bool) {
-	if broke {
-		ex.backend.ReportFailure()
-	} else {
-		ex.backend.ReportSuccess()
-	}
 }
 
 // streamFail ends a stream that broke after the client got its 200: the
