@@ -42,7 +42,7 @@ const (
 
 // contextCap returns the output cap for a request on backend b, whose
 // model has a context window of ctxLen tokens (0: unknown), or 0 for no
-// cap; it may decode the request (the unfused path) to count it.
+// cap; counting needs the canonical request (canonical).
 func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 	if ctxLen <= 0 || ex.route.kind != sdk.EndpointChat {
 		return 0, nil
@@ -56,10 +56,8 @@ func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 	if (est+max(want, 0))*nearDen < int64(ctxLen)*nearNum {
 		return 0, nil
 	}
-	if !ex.decoded {
-		if err := ex.decodeRequest(); err != nil {
-			return 0, err
-		}
+	if err := ex.canonical(); err != nil {
+		return 0, err
 	}
 	var n, room int
 	if v, ok := ex.exactCount(b, ctxLen); ok {

@@ -24,6 +24,14 @@ import (
 // exchange is the per-request working set, pooled so that steady-state
 // requests reuse every buffer. It belongs to one request at a time: the
 // handler, then (for a stream) the relay, which returns it.
+//
+// It is the request's identity, context and Outcome, the plugin calls'
+// scratch, and three parts, each filled by one phase and reset by its own
+// reset in begin: inbound (what the client sent and who it is: the stages
+// up to decode and the limits), upstream (the backend side: admission,
+// the attempts, the pinned plugins and the translation they chose) and
+// stream (a streamed answer's relay). The parts are embedded, so their
+// fields read as the exchange's (ex.body, ex.lease, ex.split).
 type exchange struct {
 	s     *Server
 	id    string // "chatcmpl-<32 hex>", also X-Request-ID
@@ -38,70 +46,138 @@ type exchange struct {
 	cancel context.CancelFunc
 	watch  watcher
 
+	out outcome.Outcome
+
+	// The plugin calls and their results, shared by the phases (each
+	// call's result is read before the next call overwrites it).
+	calls plugcall.Calls
+	dec   plugcall.Decoded
+	enc   plugcall.Encoded
+	hdr   plugcall.Header
+	buf   []byte // scratch: the model name, a models list, an error's encoding
+
+	inbound  // the client's request (stages up to decode, limits)
+	upstream // the backend side (admission, attempts)
+	stream   // a streamed answer (relay)
+}
+
+// inbound is what the client sent and who it is: filled by the stages
+// from authenticate to decode and the limits.
+type inbound struct {
 	principal auth.Principal
+	ticket    Ticket     // the limiter's hold, nil when none
 	turn      Turn       // a Responses request's record of its answer (keeper.go)
 	ip        netip.Addr // the client, for the audit (client.go)
-	ua, resp  []byte     // user agent; a stream's first bytes (audit)
-	ticket    Ticket     // the limiter's hold, nil when none
+	ua        []byte     // user agent (audit)
 	estIn     int64      // the input-token estimate of the budget reservation
 	// maxOutput caps the request's output tokens to what its token
 	// budget reservation covers (0: no cap); sent as abi.MetaMaxOutput.
 	maxOutput int
-	out       outcome.Outcome
 
-	calls   plugcall.Calls
-	req     plugcall.Request
-	breqOut plugcall.BackendRequest
-	dec     plugcall.Decoded
-	enc     plugcall.Encoded
-	hdr     plugcall.Header
-	scan    jsonscan.Result
+	body     []byte // the client's request body
+	bodyHeld int64  // bytes counted against limits.max_buffered_body_bytes
+	scan     jsonscan.Result
 
-	body      []byte // the client's request body
-	bodyHeld  int64  // bytes counted against limits.max_buffered_body_bytes
-	canon     []byte // canonical request JSON
-	buf, meta []byte
-
-	// routed: the routing fields came from the native scan; decoded: the
-	// translator's request_decode ran; fused: this attempt's adapter is in
-	// the translator's module and the fused ops serve the request.
-	routed, decoded, fused bool
-	adNDJSON               bool // the adapter's backend streams NDJSON
-	// embedEnc is an embedding request's vector encoding, as the
-	// translator named it, for the response encode (embed.go).
-	embedEnc string
+	// req is the request's routing fields (model, stream, include_usage,
+	// max_tokens), from the native scan (routed) or the translator's
+	// decode (decoded, with canon: the canonical request JSON).
+	req   plugcall.Request
+	canon []byte
+	// routed: the routing fields came from the native scan. decoded: the
+	// translator's request decode ran; canon is valid. fusable: the
+	// translator's module holds adapters too (a bundle), so a routed
+	// request's decode is deferred to the fused call (decode, canonical).
+	routed, decoded, fusable bool
 	// unary is the op set of an embedding, rerank or score request
-	// (unary.go), set by its decode stage.
-	unary *plugcall.Unary
+	// (unary.go), set by its decode stage; embedEnc is an embedding
+	// request's vector encoding, as the translator named it, for the
+	// response encode.
+	unary    *plugcall.Unary
+	embedEnc string
+}
 
-	sreq       sched.Request
-	decision   sched.Decision // the scheduler's, when the audit records it
-	decW       jsonw.W        // its JSON for the observers (reused)
-	lease      sched.Lease
-	backend    *backend.Backend
+func (in *inbound) reset() {
+	in.principal = auth.Principal{}
+	in.ticket, in.turn = nil, nil
+	in.ip, in.ua = netip.Addr{}, in.ua[:0]
+	in.estIn, in.maxOutput = 0, 0
+	in.body, in.bodyHeld = in.body[:0], 0
+	in.req = plugcall.Request{}
+	in.canon = in.canon[:0]
+	in.routed, in.decoded, in.fusable = false, false, false
+	in.unary, in.embedEnc = nil, ""
+}
+
+// upstream is the backend side of the request: filled by admission and
+// the attempts. The translator's pin (tver) is taken at decode and held
+// for the whole request; the adapter's (aver) per attempt.
+type upstream struct {
+	sreq     sched.Request
+	decision sched.Decision // the scheduler's, when the audit records it
+	decW     jsonw.W        // its JSON for the observers (reused)
+	lease    sched.Lease
+	backend  *backend.Backend
+
 	tver, aver *pluginhost.Version
-	breq       *fasthttp.Request
-	bresp      *fasthttp.Response
+	// tr is the attempt's translation (translation.go), chosen with its
+	// adapter; hints are its request's (context window, output cap,
+	// capabilities).
+	tr       translation
+	hints    plugcall.Hints
+	adNDJSON bool // the adapter's backend streams NDJSON
 
-	// streaming
+	breqOut plugcall.BackendRequest
+	uri     []byte // the backend request's URL
+	breq    *fasthttp.Request
+	bresp   *fasthttp.Response
+}
+
+func (up *upstream) reset(recordDecisions bool) {
+	r := &up.sreq
+	r.Model, r.User, r.Group, r.Weight, r.EstTokens = "", "", "", 0, 0
+	r.Exclude = r.Exclude[:0]
+	r.Needs = sched.Needs{}
+	r.Decision = nil
+	if recordDecisions {
+		up.decision.Record = true
+		up.decision.Reset()
+		r.Decision = &up.decision
+	}
+	up.lease, up.backend = nil, nil
+	up.tver, up.aver = nil, nil
+	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false
+}
+
+// stream is a streamed answer's relay state: the framing, the plugins'
+// stream states and the buffers (relay.go, retry.go's firstEvent).
+type stream struct {
 	split          frame.Splitter
-	sse, ndjson    frame.Splitter
-	rbuf           []byte // stream reads; allocated by the first stream (streamReadBuf)
-	list           []byte
-	emitFn         func([]byte)
+	sse, ndjson    frame.Splitter // built per Server (begin)
+	rbuf           []byte         // stream reads; allocated by the first stream (streamReadBuf)
+	list           []byte         // framed events of one read
+	emitFn         func([]byte)   // ex.emit, bound once
+	meta           []byte         // the stream calls' meta (calls.StreamMeta)
 	tstate, astate []byte
 	tFirst, aFirst bool
 	backendDone    bool
 	clientGone     bool
 	werr           error  // the client write that ended a stream
-	uri            []byte // the backend request's URL
+	resp           []byte // a stream's first bytes (audit)
+}
+
+func (st *stream) reset() {
+	st.split = nil
+	st.list = st.list[:0]
+	st.tstate, st.astate = st.tstate[:0], st.astate[:0]
+	st.tFirst, st.aFirst = true, true
+	st.backendDone, st.clientGone = false, false
+	st.werr = nil
+	st.resp = st.resp[:0]
 }
 
 func newExchange() *exchange {
-	ex := &exchange{
-		breq:  new(fasthttp.Request),
-		bresp: new(fasthttp.Response),
-	}
+	ex := &exchange{}
+	ex.breq, ex.bresp = new(fasthttp.Request), new(fasthttp.Response)
 	ex.emitFn = ex.emit
 	ex.watch.ex = ex
 	return ex
@@ -132,30 +208,11 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.ctx, ex.cancel = context.WithDeadline(s.baseCtx, ex.start.Add(s.cfg.Timeouts.Request.D()))
 	ex.watch.reset(rc)
 	ex.route = route{}
-	ex.principal = auth.Principal{}
-	ex.ticket, ex.estIn, ex.maxOutput, ex.turn = nil, 0, 0, nil
-	ex.ip, ex.ua, ex.resp = netip.Addr{}, ex.ua[:0], ex.resp[:0]
 	ex.out.Reset()
 	ex.out.RequestID, ex.out.Start, ex.out.Status = ex.id, ex.start, 200
-	ex.req = plugcall.Request{}
-	ex.routed, ex.decoded, ex.fused, ex.adNDJSON = false, false, false, false
-	ex.embedEnc, ex.unary = "", nil
-	ex.body, ex.bodyHeld = ex.body[:0], 0
-	ex.sreq.Model, ex.sreq.User, ex.sreq.Group, ex.sreq.Weight, ex.sreq.EstTokens = "", "", "", 0, 0
-	ex.sreq.Exclude = ex.sreq.Exclude[:0]
-	ex.sreq.Needs = sched.Needs{}
-	ex.sreq.Decision = nil
-	if s.recordDecisions {
-		ex.decision.Record = true
-		ex.decision.Reset()
-		ex.sreq.Decision = &ex.decision
-	}
-	ex.lease, ex.backend = nil, nil
-	ex.tver, ex.aver = nil, nil
-	ex.split = nil
-	ex.tstate, ex.astate = ex.tstate[:0], ex.astate[:0]
-	ex.tFirst, ex.aFirst = true, true
-	ex.backendDone, ex.clientGone = false, false
+	ex.inbound.reset()
+	ex.upstream.reset(s.recordDecisions)
+	ex.stream.reset()
 }
 
 func (ex *exchange) setRoute(rt *route) {
@@ -185,7 +242,7 @@ func (ex *exchange) releaseHeld() {
 		ex.lease = nil
 	}
 	if ex.aver != nil {
-		if ex.aver != ex.tver { // a fused request uses one pin for both
+		if ex.aver != ex.tver { // an adapter in the translator's module shares its pin
 			ex.aver.Release()
 		}
 		ex.aver = nil

@@ -35,6 +35,9 @@ func newFetcher(c config.Images) (*fetchguard.Fetcher, error) {
 
 // needImages returns the URLs an adapter asked for (abi.StatusNeedImages).
 func needImages(err error) ([]string, bool) {
+	if err == nil {
+		return nil, false // before se, which errors.As moves to the heap
+	}
 	var se *pluginhost.StatusError
 	if errors.As(err, &se) && se.Status == abi.StatusNeedImages {
 		return abi.NeededImages(se.Msg), true

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
-	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
@@ -27,27 +25,28 @@ const selfTimed = outcome.NumStages
 
 // attempt sends the request to the admitted backend through its adapter:
 // encode, then call, until the response headers and first event (a
-// stream) or the whole response. An attempt that fails before any
-// response byte reached the client — the backend unreachable, its
-// connection dead, a stream that ends or breaks before its first event or
-// sends none within retries.attempt_timeout, or a 500/502/503/504 answer —
-// is re-run on another backend, up to retries.max_attempts in all, when
-// the scheduler has one this request has not tried. Chat, completions and embeddings are safe
-// to re-send: the client got nothing from the failed attempt. A 4xx is
-// never retried. Each outcome is reported to the backend's circuit
-// breaker (retry.go, backend/breaker.go); a stream's, once it ended
-// (relay.go), so that one broken after it started counts against it.
+// stream) or the whole response. The loop only makes attempts; whether a
+// failed one is made again, on another backend, and what the backend's
+// circuit breaker is told, is the retry decision's (tried.verdict,
+// retry.go): up to retries.max_attempts attempts in all (default 3), when
+// no response byte reached the client and the attempt failed in a way
+// another backend may not — unreachable, its connection dead, a stream
+// that ends or breaks before its first event or sends none within
+// retries.attempt_timeout, or a 500/502/503/504 answer — and the
+// scheduler has a backend this request has not tried. Chat, completions,
+// embeddings, rerank and score are safe to re-send: the client got
+// nothing from the failed attempt. A 4xx is never retried. A stream's
+// breaker report waits for its end (relay.go), so that one broken after
+// it started counts against the backend.
 type attempt struct {
 	s       *Server
 	max     int           // retries.max_attempts
 	timeout time.Duration // retries.attempt_timeout: a stream's wait for its first event
-	unary   bool          // an embedding, rerank or score request (unary.go): encodeUnary, never streamed
 }
 
 func (attempt) stage() outcome.Stage { return selfTimed }
 
 func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
-	s := a.s
 	for {
 		b := ex.backend
 		if !b.TryAttempt() {
@@ -59,78 +58,83 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 			continue
 		}
 		ex.out.Attempts++
-		t0 := time.Now()
-		var err error
-		if a.unary {
-			err = ex.encodeUnary(b)
-		} else {
-			err = ex.encode(b)
-		}
-		if err != nil {
-			b.ReportAbandoned()
-			return err
-		}
-		t1 := time.Now()
-		ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
-		ex.prepareBackendRequest()
-		if ex.req.Stream {
-			err = ex.streamCall(b, a.timeout)
-		} else {
-			err = b.DoContext(ex.ctx, ex.breq, ex.bresp, s.cfg.Timeouts.Request.D())
-		}
-		ex.out.Stages[outcome.StageBackend] += time.Since(t1)
-		if err == nil {
-			code := ex.bresp.StatusCode()
-			if !retryableStatus(code) {
-				if !ex.req.Stream || code != fasthttp.StatusOK {
-					b.ReportSuccess()
-				} // else the relay reports how the stream went (relay.go)
-				return nil
-			}
-			b.ReportFailure()
-			if ex.out.Attempts >= a.max || !a.hasAlternative(ex) {
-				return nil // respond relays the backend's error
-			}
-			s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend answered a server error; retrying on another backend",
-				slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.Int("status", code))
-			ex.discardResponse()
-			if !a.another(ex) {
-				return apierr.New(canon.ErrBackend, "backend_error", "the backend "+b.Name+" answered HTTP "+strconv.Itoa(code))
-			}
-			continue
-		}
-		if cerr := ex.ctx.Err(); cerr == context.Canceled {
-			b.ReportAbandoned()
-			return errClientGone(err)
-		} else if cerr != nil { // timeouts.request passed
-			b.ReportFailure()
-			return apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+b.Name+" did not answer within the request timeout", err)
-		}
-		if liveFailure(err) {
-			b.ReportFailure()
-		} else {
-			b.ReportAbandoned()
-		}
-		if ex.out.Attempts >= a.max || !retryable(err) {
-			return backendUnreachable(b.Name, err)
+		t := a.try(ex, b)
+		v := t.verdict()
+		v.report.to(b)
+		if !v.again {
+			return v.err
 		}
 		ex.discardResponse()
 		if !a.another(ex) {
-			return backendUnreachable(b.Name, err)
+			return v.err
 		}
-		s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
-			slog.String("req_id", ex.id), slog.String("backend", b.Name), slog.String("error", err.Error()))
+		a.logRetry(ex, b.Name, &t)
 	}
 }
 
-// encode writes the backend request for b through its adapter: in one
-// fused call when the adapter is in the translator's module and the
-// request was routed natively, else translator decode (once) then adapter
-// encode over canonical JSON.
+// try makes one attempt on b: encode, then call. Its stage times go to
+// the Outcome.
+func (a attempt) try(ex *exchange, b *backend.Backend) tried {
+	t := tried{backend: b.Name, attempts: ex.out.Attempts, max: a.max, sent: ex.out.BytesOut > 0}
+	t0 := time.Now()
+	if err := ex.encode(b); err != nil {
+		t.encodeErr = err
+		return t
+	}
+	t1 := time.Now()
+	ex.out.Stages[outcome.StageEncode] += t1.Sub(t0)
+	t.stream = ex.req.Stream // after encode: a fused request's is the module's reading
+	ex.prepareBackendRequest()
+	var err error
+	if t.stream {
+		err = ex.streamCall(b, a.timeout)
+	} else {
+		err = b.DoContext(ex.ctx, ex.breq, ex.bresp, a.s.cfg.Timeouts.Request.D())
+	}
+	ex.out.Stages[outcome.StageBackend] += time.Since(t1)
+	if err != nil {
+		t.err, t.reqErr = err, ex.ctx.Err()
+		return t
+	}
+	t.status = ex.bresp.StatusCode()
+	if retryableStatus(t.status) {
+		t.alternative = a.hasAlternative(ex)
+	}
+	return t
+}
+
+// logRetry notes a failed attempt that is made again on another backend.
+func (a attempt) logRetry(ex *exchange, backend string, t *tried) {
+	if t.err == nil {
+		a.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend answered a server error; retrying on another backend",
+			slog.String("req_id", ex.id), slog.String("backend", backend), slog.Int("status", t.status))
+		return
+	}
+	a.s.log.LogAttrs(ex.ctx, slog.LevelWarn, "backend attempt failed; retrying on another backend",
+		slog.String("req_id", ex.id), slog.String("backend", backend), slog.String("error", t.err.Error()))
+}
+
+// encode pins b's adapter, chooses the attempt's translation
+// (translationFor: fused, canonical or unary) and writes the backend
+// request through it.
 func (ex *exchange) encode(b *backend.Backend) error {
+	if err := ex.pinAdapter(b); err != nil {
+		return err
+	}
+	tr, err := ex.translationFor(b)
+	if err != nil {
+		return err
+	}
+	ex.tr = tr
+	return tr.request(ex)
+}
+
+// pinAdapter pins b's adapter for this attempt (the translator's own pin
+// when both are in one module) and finds its component.
+func (ex *exchange) pinAdapter(b *backend.Backend) error {
 	ad := b.Adapter()
 	if ad == nil { // its adapter was unloaded by a reload since admission
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	if ex.aver != nil && ex.aver != ex.tver {
 		ex.aver.Release()
@@ -142,42 +146,18 @@ func (ex *exchange) encode(b *backend.Backend) error {
 		ex.aver = ad.Pin()
 	}
 	if ex.aver == nil {
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	idx, am, ok := ex.aver.Manifest().AdapterFor(b.Engine)
 	if !ok {
-		return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
+		return noAdapter(b)
 	}
 	ex.calls.A, ex.adNDJSON = idx, am.Framing == sdk.FramingNDJSON
-	m := b.Status().Models[ex.req.Model] // one lookup for both hints
-	ctxLen := m.ContextLength
-	ctxCap, err := ex.contextCap(b, ctxLen)
-	if err != nil {
-		return err
-	}
-	hints := plugcall.Hints{ContextLength: ctxLen, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: m.Capabilities}
-	ex.fused = ex.aver == ex.tver && !ex.decoded
-	if ex.fused {
-		err := ex.withImages(func() error {
-			return ex.calls.FusedRequest(ex.ctx, ex.tver, ex.body, hints, &ex.req, &ex.breqOut)
-		})
-		if err != nil {
-			return err
-		}
-		ex.out.Stream = ex.req.Stream
-		return nil
-	}
-	if !ex.decoded {
-		if err := ex.decodeRequest(); err != nil {
-			return err
-		}
-	}
-	// An adapter refusing a well-formed canonical request says the engine
-	// cannot do what the client asked (logprobs on Ollama, say): the
-	// client's 400, as on the fused path.
-	return ex.withImages(func() error {
-		return ex.calls.EncodeRequest(ex.ctx, ex.aver, ex.canon, hints, &ex.breqOut)
-	})
+	return nil
+}
+
+func noAdapter(b *backend.Backend) error {
+	return apierr.New(canon.ErrOverloaded, "backend_unavailable", "no adapter is loaded for the backend "+b.Name)
 }
 
 // withImages runs a request call; when the adapter needs images the
@@ -260,8 +240,8 @@ func (ex *exchange) prepareBackendRequest() {
 	req.SetBody(r.Body)
 }
 
-// respond answers from the backend's response: translated whole, or
-// handed to a stream relay.
+// respond answers from the backend's response: translated whole by the
+// attempt's translation, or handed to a stream relay.
 type respond struct{}
 
 func (respond) stage() outcome.Stage { return outcome.StageRespond }
@@ -277,17 +257,8 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if code := ex.bresp.StatusCode(); code != fasthttp.StatusOK {
 		return ex.backendError(code, ex.bresp.Body())
 	}
-	if ex.fused {
-		if err := ex.calls.FusedResponse(ex.ctx, ex.tver, ex.header(), ex.bresp.Body(), &ex.dec, &ex.enc); err != nil {
-			return pluginFailure(err)
-		}
-	} else {
-		if err := ex.calls.DecodeResponse(ex.ctx, ex.aver, ex.bresp.Body(), &ex.dec); err != nil {
-			return pluginFailure(err)
-		}
-		if err := ex.calls.EncodeResponse(ex.ctx, ex.tver, ex.header(), ex.dec.Canonical, &ex.enc); err != nil {
-			return pluginFailure(err)
-		}
+	if err := ex.tr.response(ex, ex.bresp.Body()); err != nil {
+		return pluginFailure(err)
 	}
 	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))

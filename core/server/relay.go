@@ -14,8 +14,6 @@ import (
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/plugcall"
-	"github.com/mindrouter/mindrouter/sdk"
-	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
@@ -62,7 +60,7 @@ func (b *relayBody) Close() error {
 		ex.s.met.streams.Add(-1)
 		ex.s.met.disconnects.Add(1)
 		if ex.backend != nil {
-			ex.backend.ReportAbandoned() // its first event came; the client left before seeing it
+			reportAbandoned.to(ex.backend) // its first event came; the client left before seeing it
 		}
 		ex.out.ClientGone, ex.out.Status = true, statusClientClosed
 		ex.s.finish(nil, ex)
@@ -93,9 +91,9 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 			ex.clientGone, ex.out.Status = true, 500
-			ex.backend.ReportAbandoned()
+			reportAbandoned.to(ex.backend)
 		} else {
-			ex.reportStream(broke)
+			streamReport(broke).to(ex.backend) // retry.go
 		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only
@@ -167,68 +165,21 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 	return
 }
 
-// step runs one batch of framed events (ex.list) through the adapter and
-// translator and writes the result. It returns false when the stream must
-// stop.
-// A stream's plugin calls run under the gateway's context, not the
-// request's: the request deadline bounds the wait for an answer, and an
-// answering stream lasts as long as the backend keeps sending (bounded
-// by timeouts.stream_idle between reads).
+// step runs one batch of framed events (ex.list) through the attempt's
+// translation and writes the result. It returns false when the stream
+// must stop. The plugin calls' time is summed into StreamPlugin (a part
+// of the respond stage): two clock reads per batch, none per event.
 func (ex *exchange) step(w io.Writer, end bool) bool {
-	flags := uint32(0)
-	if ex.aFirst {
-		flags |= abi.FlagFirst
-	}
-	if end {
-		flags |= abi.FlagEnd
-	}
-	// The plugin calls' time is summed into StreamPlugin (a part of the
-	// respond stage): two clock reads per batch, none per event.
 	t0 := time.Now()
-	if ex.fused {
-		// One call: the module decodes and encodes, keeping both states.
-		out, err := ex.calls.FusedStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.astate, ex.list, &ex.dec)
-		ex.out.StreamPlugin += time.Since(t0)
-		if err != nil {
-			ex.streamFail(w, pluginFailure(err))
-			return false
-		}
-		ex.aFirst = false
-		ex.noteDecoded()
-		if len(out) == 0 && !end {
-			return true
-		}
-		ex.out.Chunks++
-		ex.out.BytesOut += int64(len(out))
-		return ex.write(w, out)
-	}
-	err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, flags, &ex.astate, ex.list, &ex.dec)
-	if err != nil || len(ex.dec.Canonical) == 0 && !end {
-		ex.out.StreamPlugin += time.Since(t0)
-	}
+	out, send, err := ex.tr.streamBatch(ex, end)
+	ex.out.StreamPlugin += time.Since(t0)
 	if err != nil {
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
-	ex.aFirst = false
-	ex.noteDecoded()
-	if len(ex.dec.Canonical) == 0 && !end {
+	if !send {
 		return true
 	}
-	flags = 0
-	if ex.tFirst {
-		flags |= abi.FlagFirst
-	}
-	if end {
-		flags |= abi.FlagEnd
-	}
-	out, err := ex.calls.EncodeStream(ex.s.baseCtx, ex.tver, flags, ex.meta, &ex.tstate, ex.dec.Canonical)
-	ex.out.StreamPlugin += time.Since(t0) // the decode and the encode: noteDecoded between them is cheap
-	if err != nil {
-		ex.streamFail(w, pluginFailure(err))
-		return false
-	}
-	ex.tFirst = false
 	ex.out.Chunks++
 	ex.out.BytesOut += int64(len(out))
 	return ex.write(w, out)
@@ -269,19 +220,6 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 	return true
 }
 
-// reportStream tells the backend's circuit breaker how its stream went
-// (the attempt left that to the relay: a stream's first event is no
-// proof of a whole answer): a failure when the backend broke it, a
-// success otherwise — a client that left mid-way or a plugin that failed
-// says nothing against a backend that was sending.
-func (ex *exchange) reportStream(broke bool) {
-	if broke {
-		ex.backend.ReportFailure()
-	} else {
-		ex.backend.ReportSuccess()
-	}
-}
-
 // streamFail ends a stream that broke after the client got its 200: the
 // translator writes the error as the dialect ends a stream (an OpenAI
 // error data event, an Anthropic error event, an Ollama error line), with
@@ -301,12 +239,8 @@ func (ex *exchange) streamFail(w io.Writer, err error) {
 	var out plugcall.EncodedError
 	// The translator's stream state lets it end the stream in step with
 	// it (Responses: the next sequence number, the output so far).
-	state := ex.tstate
-	if ex.fused {
-		state = sdk.FusedTranslatorState(ex.astate)
-	}
 	t0 := time.Now()
-	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, state, ex.buf, &out)
+	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, ex.tr.streamState(ex), ex.buf, &out)
 	ex.out.StreamPlugin += time.Since(t0)
 	if perr == nil && len(out.Body) > 0 {
 		ex.write(w, out.Body)

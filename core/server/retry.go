@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +27,145 @@ func (attemptTimeoutError) Error() string {
 }
 func (attemptTimeoutError) Timeout() bool   { return true }
 func (attemptTimeoutError) Temporary() bool { return true }
+
+// tried is what one attempt came to, as the retry decision sees it
+// (attempt.try fills it).
+type tried struct {
+	backend   string // the backend's name, for the client's answer
+	attempts  int    // attempts made, this one included
+	max       int    // retries.max_attempts
+	encodeErr error  // the backend request could not be written: nothing was sent
+	err       error  // the call failed before the backend answered
+	status    int    // the backend's status, when it answered (err nil)
+	stream    bool   // a streamed request: its 200's breaker report waits for the stream's end
+	// reqErr is the request context's error after a failed call:
+	// Canceled (the client left), DeadlineExceeded (timeouts.request).
+	reqErr error
+	sent   bool // some byte of the answer reached the client
+	// alternative: a routable backend this request has not tried serves
+	// its model (asked only of a retryable status).
+	alternative bool
+}
+
+// retryVerdict is the retry decision on one attempt.
+type retryVerdict struct {
+	again  bool          // make another attempt, on another backend
+	report breakerReport // what the backend's circuit breaker is told of this attempt
+	why    string        // the reason, for the tests
+	// err is the client's answer when the request ends with this
+	// attempt — not made again, or no other backend to be had; nil: the
+	// backend's own answer is relayed (respond).
+	err error
+}
+
+// Why a verdict is what it is.
+const (
+	whyAnswered    = "the backend answered"
+	whyNotWritten  = "the backend request could not be written"
+	whyClientGone  = "the client left"
+	whyDeadline    = "the request timeout passed"
+	whySent        = "the client has part of the answer"
+	whyLastAttempt = "retries.max_attempts reached"
+	whyNoOther     = "no other backend serves the model"
+	whyNotRetried  = "a failure another backend would repeat or double"
+	whyServerError = "the backend answered a server error"
+	whyCallFailed  = "the call failed before the backend answered"
+)
+
+// verdict decides whether a failed attempt is made again, why, and what
+// the backend's breaker is told; it reads only t. Nothing is tried again
+// once a byte reached the client, after retries.max_attempts attempts,
+// past the request's deadline or when the client left, and never for a
+// 4xx (retryableStatus) or a failure that another backend would repeat
+// or double (retryable).
+func (t *tried) verdict() retryVerdict {
+	if t.encodeErr != nil {
+		// The request's own failing (a 400, a plugin's) or an adapter
+		// gone since admission: the backend was not asked.
+		return retryVerdict{report: reportAbandoned, why: whyNotWritten, err: t.encodeErr}
+	}
+	if t.err == nil {
+		if !retryableStatus(t.status) {
+			v := retryVerdict{report: reportSuccess, why: whyAnswered}
+			if t.stream && t.status == fasthttp.StatusOK {
+				v.report = reportNone // the relay reports how the stream went (relay.go)
+			}
+			return v
+		}
+		v := retryVerdict{report: reportFailure} // err nil: respond relays the backend's error
+		switch {
+		case t.sent:
+			v.why = whySent
+		case t.attempts >= t.max:
+			v.why = whyLastAttempt
+		case !t.alternative:
+			// Kept for the client rather than dropped for an admission that
+			// would come back to the same backend.
+			v.why = whyNoOther
+		default:
+			v.again, v.why = true, whyServerError
+			v.err = apierr.New(canon.ErrBackend, "backend_error", "the backend "+t.backend+" answered HTTP "+strconv.Itoa(t.status))
+		}
+		return v
+	}
+	switch {
+	case t.reqErr == context.Canceled:
+		return retryVerdict{report: reportAbandoned, why: whyClientGone, err: errClientGone(t.err)}
+	case t.reqErr != nil: // timeouts.request passed
+		return retryVerdict{report: reportFailure, why: whyDeadline,
+			err: apierr.Wrap(canon.ErrTimeout, "backend_timeout", "the backend "+t.backend+" did not answer within the request timeout", t.err)}
+	}
+	v := retryVerdict{report: reportAbandoned, err: backendUnreachable(t.backend, t.err)}
+	if liveFailure(t.err) {
+		v.report = reportFailure
+	}
+	switch {
+	case t.sent:
+		v.why = whySent
+	case t.attempts >= t.max:
+		v.why = whyLastAttempt
+	case !retryable(t.err):
+		v.why = whyNotRetried
+	default:
+		v.again, v.why = true, whyCallFailed
+	}
+	return v
+}
+
+// breakerReport is what a backend's circuit breaker is told of one
+// attempt (backend/breaker.go). The attempt's verdict and the stream
+// relay report through it; nothing else calls the breaker's reports.
+type breakerReport uint8
+
+const (
+	reportNone      breakerReport = iota // not yet: a stream's relay reports at its end
+	reportSuccess                        // the backend answered (any status but a server failure)
+	reportFailure                        // a live failure: unreachable, reset, a 5xx, a broken stream
+	reportAbandoned                      // tells nothing about the backend (the client left, nothing sent)
+)
+
+func (r breakerReport) to(b *backend.Backend) {
+	switch r {
+	case reportSuccess:
+		b.ReportSuccess()
+	case reportFailure:
+		b.ReportFailure()
+	case reportAbandoned:
+		b.ReportAbandoned()
+	}
+}
+
+// streamReport is a stream's report at its end (the attempt left it to
+// the relay: a stream's first event is no proof of a whole answer): a
+// failure when the backend broke it, a success otherwise — a client that
+// left mid-way or a plugin that failed says nothing against a backend
+// that was sending.
+func streamReport(broke bool) breakerReport {
+	if broke {
+		return reportFailure
+	}
+	return reportSuccess
+}
 
 // retryableStatus reports whether a backend's answer, before any byte of
 // it went to the client, is a server failure worth another backend: 500

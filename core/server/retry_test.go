@@ -109,7 +109,8 @@ func TestStreamCall_AttemptTimeout(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ex := &exchange{ctx: ctx, breq: fasthttp.AcquireRequest(), bresp: fasthttp.AcquireResponse()}
+	ex := &exchange{ctx: ctx}
+	ex.breq, ex.bresp = fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(ex.breq)
 	defer fasthttp.ReleaseResponse(ex.bresp)
 	ex.breq.SetRequestURI(b.URL("/v1/chat/completions"))
@@ -128,5 +129,63 @@ func TestStreamCall_AttemptTimeout(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the request's context ended: the attempt timeout must be the attempt's own")
+	}
+}
+
+// TestTriedVerdict is the retry decision's table: whether an attempt is
+// made again, why, what the backend's breaker hears, and the client's
+// answer when the request ends there (0/"": the backend's own answer is
+// relayed).
+func TestTriedVerdict(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	notWritten := wantErr(t, clientInput(errors.New("bad")), 502, "plugin_error")
+	answer := func(status int) tried { return tried{backend: "gpu-1", attempts: 1, max: 3, status: status} }
+	failed := func(err error) tried { return tried{backend: "gpu-1", attempts: 1, max: 3, err: err} }
+	with := func(t tried, f func(*tried)) tried { f(&t); return t }
+	for _, tc := range []struct {
+		name   string
+		t      tried
+		again  bool
+		report breakerReport
+		why    string
+		status int    // the answer's status when the request ends here
+		code   string // and its code
+	}{
+		{"200", answer(200), false, reportSuccess, whyAnswered, 0, ""},
+		{"200 stream: the relay reports", with(answer(200), func(t *tried) { t.stream = true }), false, reportNone, whyAnswered, 0, ""},
+		{"404 stream", with(answer(404), func(t *tried) { t.stream = true }), false, reportSuccess, whyAnswered, 0, ""},
+		{"400 never retried", answer(400), false, reportSuccess, whyAnswered, 0, ""},
+		{"429 never retried", answer(429), false, reportSuccess, whyAnswered, 0, ""},
+		{"501 is not a failure worth another", answer(501), false, reportSuccess, whyAnswered, 0, ""},
+		{"503 with another backend", with(answer(503), func(t *tried) { t.alternative = true }), true, reportFailure, whyServerError, 502, "backend_error"},
+		{"500 with another backend", with(answer(500), func(t *tried) { t.alternative = true }), true, reportFailure, whyServerError, 502, "backend_error"},
+		{"503, none other: relayed", answer(503), false, reportFailure, whyNoOther, 0, ""},
+		{"502 on the last attempt: relayed", with(answer(502), func(t *tried) { t.alternative, t.attempts = true, 3 }), false, reportFailure, whyLastAttempt, 0, ""},
+		{"504 after bytes reached the client", with(answer(504), func(t *tried) { t.alternative, t.sent = true, true }), false, reportFailure, whySent, 0, ""},
+		{"refused", failed(refused), true, reportFailure, whyCallFailed, 502, "backend_unreachable"},
+		{"refused on the last attempt", with(failed(refused), func(t *tried) { t.attempts = 3 }), false, reportFailure, whyLastAttempt, 502, "backend_unreachable"},
+		{"refused, max_attempts 1", with(failed(refused), func(t *tried) { t.max = 1 }), false, reportFailure, whyLastAttempt, 502, "backend_unreachable"},
+		{"refused after bytes reached the client", with(failed(refused), func(t *tried) { t.sent = true }), false, reportFailure, whySent, 502, "backend_unreachable"},
+		{"closed", failed(fasthttp.ErrConnectionClosed), true, reportFailure, whyCallFailed, 502, "backend_unreachable"},
+		{"first-event timeout", failed(fmt.Errorf("%w: %w", errAttemptTimeout, context.DeadlineExceeded)), true, reportFailure, whyCallFailed, 504, "backend_timeout"},
+		{"read timeout: the backend may be generating", failed(fasthttp.ErrTimeout), false, reportFailure, whyNotRetried, 504, "backend_timeout"},
+		{"body too large", failed(fasthttp.ErrBodyTooLarge), false, reportAbandoned, whyNotRetried, 502, "backend_unreachable"},
+		{"client left", with(failed(refused), func(t *tried) { t.reqErr = context.Canceled }), false, reportAbandoned, whyClientGone, statusClientClosed, "client_closed_request"},
+		{"request deadline", with(failed(fasthttp.ErrTimeout), func(t *tried) { t.reqErr = context.DeadlineExceeded }), false, reportFailure, whyDeadline, 504, "backend_timeout"},
+		{"not written", tried{backend: "gpu-1", attempts: 1, max: 3, encodeErr: notWritten}, false, reportAbandoned, whyNotWritten, 502, "plugin_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.t.verdict()
+			if v.again != tc.again || v.report != tc.report || v.why != tc.why {
+				t.Fatalf("verdict again=%v report=%d why=%q, want %v %d %q", v.again, v.report, v.why, tc.again, tc.report, tc.why)
+			}
+			if tc.status == 0 {
+				if v.err != nil {
+					t.Fatalf("answer %v, want the backend's relayed", v.err)
+				}
+				return
+			}
+			wantErr(t, v.err, tc.status, tc.code)
+		})
 	}
 }

@@ -40,8 +40,6 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	authn := authenticate{s.authn}
 	limit := limitStage{s.limiter}
 	call := attempt{s: s, max: s.cfg.Retries.MaxAttempts, timeout: s.cfg.Retries.AttemptTimeout.D()}
-	unary := call
-	unary.unary = true
 	return map[sdk.Endpoint][]stage{
 		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, budget{}, admit{s.admitter},
 			call, respond{}},
@@ -50,11 +48,11 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 		sdk.EndpointResponses: {authn, limit, readBody{s}, keep{s.keeper}, precheck{s}, decode{}, budget{}, admit{s.admitter},
 			call, respond{}},
 		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, budget{unary: true}, admit{s.admitter},
-			unary, unaryRespond{}},
+			call, respond{}},
 		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
-			unary, unaryRespond{}},
+			call, respond{}},
 		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
-			unary, unaryRespond{}},
+			call, respond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.
 		sdk.EndpointModels:   {authn, modelBody{readBody{s}}, modelBody{precheck{s}}, models{}},
@@ -325,8 +323,7 @@ func checkModel(ex *exchange, v jsonscan.Value) error {
 
 // routeFields takes the routing fields from the native scan (the model
 // name is in ex.buf). When every one is well-formed the request is
-// "routed": admission needs no plugin call, and the translator decodes
-// later, fused with the adapter when both are in one module. Otherwise
+// "routed": its decode may be left to a fused call (decode). Otherwise
 // the translator decodes first and reports what is wrong in its words.
 func (ex *exchange) routeFields() {
 	if len(ex.buf) == 0 {
@@ -365,7 +362,16 @@ func (ex *exchange) routeFields() {
 	ex.out.Model, ex.out.Stream = r.Model, r.Stream
 }
 
-// decode runs the translator's request decode: client body → canonical.
+// decode pins the translator and runs its request decode: client body →
+// canonical request (ex.canon) and its routing fields (ex.req). After it
+// the canonical request is valid, with one exception, the fused fast
+// path: a request the native scan routed (ex.routed) whose translator's
+// module holds adapters too (ex.fusable: a bundle) stays in its client
+// form, because when the chosen backend's adapter is in that module the
+// fused op decodes and encodes it in one call (fusedTranslation). What
+// needs the canonical request of such a request — a failed admission, a
+// count near the context window, an adapter in another module — gets it
+// from ex.canonical(), which decodes once.
 type decode struct{}
 
 func (decode) stage() outcome.Stage { return outcome.StageDecode }
@@ -374,8 +380,8 @@ func (decode) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	if err := ex.pinTranslator(); err != nil {
 		return err
 	}
-	if ex.routed {
-		return nil // decoded in the attempt, fused with the adapter when it can be
+	if ex.routed && ex.fusable {
+		return nil // deferred to the attempt's translation
 	}
 	return ex.decodeRequest()
 }
@@ -390,15 +396,17 @@ func (ex *exchange) pinTranslator() error {
 	if ex.tver == nil {
 		return pluginFailure(errPluginGone)
 	}
-	idx, _, ok := ex.tver.Manifest().PartNamed(ex.route.part)
+	m := ex.tver.Manifest()
+	idx, _, ok := m.PartNamed(ex.route.part)
 	if !ok { // a reload replaced the module since the route index was built
 		return pluginFailure(errPluginGone)
 	}
-	ex.calls.T = idx
+	ex.calls.T, ex.fusable = idx, m.Kind == sdk.KindBundle
 	return nil
 }
 
-// decodeRequest runs the translator's request_decode (the unfused path).
+// decodeRequest runs the translator's request_decode (decode,
+// canonical).
 func (ex *exchange) decodeRequest() error {
 	if err := ex.calls.DecodeRequest(ex.ctx, ex.tver, ex.body, &ex.req); err != nil {
 		return clientInput(err)
@@ -446,15 +454,17 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	// The fair scheduler's cost of the request (its share of a user's
 	// turn): a quarter of the body's bytes plus the output cap, not a
 	// tokenizer's count, which would cost milliseconds per request to
-	// weigh users against each other.
+	// weigh users against each other; the context check counts tokens
+	// only near a model's window (context.go).
 	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens
 	ex.watch.start() // a client that leaves while queued frees its place
 	l, err := a.a.Admit(ex.ctx, r)
 	if err != nil {
-		if ex.routed && !ex.decoded && ex.ctx.Err() == nil {
-			// The client's own mistakes come first, as on the unfused
-			// path: a bad request for an unknown model is a 400.
-			if derr := ex.decodeRequest(); derr != nil {
+		if ex.ctx.Err() == nil {
+			// The client's own mistakes come first, also for a request
+			// whose decode was deferred: a bad request for an unknown
+			// model is a 400.
+			if derr := ex.canonical(); derr != nil {
 				return derr
 			}
 		}

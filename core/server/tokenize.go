@@ -26,10 +26,8 @@ func (t tokenize) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if err := ex.pinTranslator(); err != nil {
 		return err
 	}
-	if !ex.decoded {
-		if err := ex.decodeRequest(); err != nil {
-			return err
-		}
+	if err := ex.canonical(); err != nil {
+		return err
 	}
 	list := t.s.reg.Models()
 	m, ok := findModel(&list, ex.req.Model)
