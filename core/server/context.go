@@ -113,7 +113,7 @@ func (ex *exchange) exactCount(b *backend.Backend, ctxLen int) (tokencount.Count
 	if m, ok := ex.aver.Manifest().Part(ex.calls.A); !ok || !plugcall.CountsTokens(&m) {
 		return tokencount.Count{}, false
 	}
-	v, err := ex.s.counts.Exact(ex.ctx, b, ex.req.Model, ex.id, &exactCounter{ex: ex, ctxLen: ctxLen})
+	v, err := ex.s.counts.Exact(ex.ctx, b, ex.req.Model, ex.id, ex.countWith(ctxLen))
 	if err != nil {
 		if !errors.Is(err, tokencount.ErrBackedOff) {
 			ex.s.countFallback(ex, b, err)
@@ -128,6 +128,11 @@ func (ex *exchange) exactCount(b *backend.Backend, ctxLen int) (tokencount.Count
 type exactCounter struct {
 	ex     *exchange
 	ctxLen int
+}
+
+func (ex *exchange) countWith(ctxLen int) *exactCounter {
+	ex.counter = exactCounter{ex: ex, ctxLen: ctxLen}
+	return &ex.counter
 }
 
 func (c *exactCounter) CountRequest() (plugcall.BackendRequest, error) {

@@ -130,6 +130,10 @@ type upstream struct {
 	uri     []byte // the backend request's URL
 	breq    *fasthttp.Request
 	bresp   *fasthttp.Response
+
+	// counter is the adapter as core/tokencount asks it for an exact
+	// count (context.go); kept here so that asking does not allocate.
+	counter exactCounter
 }
 
 func (up *upstream) reset(recordDecisions bool) {
@@ -146,6 +150,7 @@ func (up *upstream) reset(recordDecisions bool) {
 	up.lease, up.backend = nil, nil
 	up.tver, up.aver = nil, nil
 	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false
+	up.counter = exactCounter{}
 }
 
 // stream is a streamed answer's relay state: the framing, the plugins'
