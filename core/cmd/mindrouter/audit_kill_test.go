@@ -143,7 +143,7 @@ func newKillEnv(t *testing.T, ch *testsvc.ClickHouse) *killEnv {
 	_, fakeAddr := serveFake(t, fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12})
 	dir := t.TempDir()
 	e := &killEnv{t: t, bin: bin, config: filepath.Join(dir, "mindrouter.yaml"), spool: filepath.Join(dir, "spool")}
-	y := fmt.Sprintf(`listen: 127.0.0.1:0
+	y := fmt.Sprintf(`listen: %s
 plugins: %s
 log: {level: warn}
 data_dir: %q
@@ -153,7 +153,7 @@ backends:
 audit:
   spool: spool
   clickhouse: {addr: [%q], database: %q}
-`, pluginsYAML, dir, fakeAddr, ch.Addr, ch.Database)
+`, freeAddr(t), pluginsYAML, dir, fakeAddr, ch.Addr, ch.Database)
 	if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -182,33 +182,34 @@ func (e *killEnv) start() *childGW {
 		t.Fatal(err)
 	}
 	g := &childGW{cmd: cmd, done: make(chan struct{}), logs: &tailLog{}}
-	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			line := sc.Text()
-			g.logs.add(line)
-			// serve prints a curl example with the address whatever the log level.
-			if _, rest, ok := strings.Cut(line, "curl -s http://"); ok {
-				if a, _, ok := strings.Cut(rest, "/"); ok {
-					select {
-					case addr <- a:
-					default:
-					}
-				}
-			}
+			g.logs.add(sc.Text())
 		}
 	}()
 	go func() { _ = cmd.Wait(); close(g.done) }()
 	t.Cleanup(func() { g.kill() })
-	select {
-	case a := <-addr:
-		g.base = "http://" + a
-	case <-g.done:
-		t.Fatalf("the gateway exited at start:\n%s", g.logs)
-	case <-time.After(120 * time.Second):
-		t.Fatalf("the gateway did not listen within 120 s:\n%s", g.logs)
+	// The config names a free port (freeAddr): the gateway is up when its
+	// /healthz answers.
+	g.base = "http://" + listenAddr(t, e.config)
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if resp, err := http.Get(g.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-g.done:
+			t.Fatalf("the gateway exited at start:\n%s", g.logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not listen within 120 s:\n%s", g.logs)
+		}
 	}
 	return g
 }
@@ -526,4 +527,32 @@ func TestAuditGatewayClickHouseOutage(t *testing.T) {
 	got = storedCounts(t, conn, ch.Database)
 	checkOnce(t, got)
 	t.Logf("%d requests, %d completed by the time ClickHouse came back; %d rows", len(done), down, len(got))
+}
+
+// freeAddr is a loopback address with a port free now, for a child
+// gateway's listen (kept across its restarts: the same config).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// listenAddr reads the listen address back from a child's config.
+func listenAddr(t *testing.T, config string) string {
+	t.Helper()
+	b, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if a, ok := strings.CutPrefix(line, "listen: "); ok {
+			return strings.TrimSpace(a)
+		}
+	}
+	t.Fatalf("no listen address in %s", config)
+	return ""
 }

@@ -35,7 +35,7 @@ func TestFleetGatewaySIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := &killEnv{t: t, bin: bin, config: filepath.Join(dir, "mindrouter.yaml"), spool: filepath.Join(dir, "spool")}
-		y := fmt.Sprintf(`listen: 127.0.0.1:0
+		y := fmt.Sprintf(`listen: %s
 plugins: %s
 log: {level: warn}
 data_dir: %q
@@ -44,7 +44,7 @@ redis: {addr: %q}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: %d}
 scheduler: {policy: fair, fleet: auto, slot_lease: %s}
-`, pluginsYAML, dir, rds.Addr, fakeAddr, maxConc, lease)
+`, freeAddr(t), pluginsYAML, dir, rds.Addr, fakeAddr, maxConc, lease)
 		if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}
