@@ -23,6 +23,15 @@
 // The same resolution answers "Expect: 100-continue", with the checks
 // each chain makes before it reads a body.
 //
+// A request's working set is a pooled exchange made of parts owned by the
+// phase that fills them, each with its own reset (exchange.go): inbound
+// (body, scan, routing fields, principal, limiter ticket), upstream
+// (scheduler request, lease, backend, plugin pins, backend request and
+// response) and stream (splitter, plugin states, buffers). Each attempt
+// picks one translation strategy — fused, canonical or unary
+// (translation.go) — and the retry loop only follows a pure decision
+// (retry.go: tried.verdict), which also names the breaker's report.
+//
 // The pipeline knows endpoint kinds, not route names: a translator's
 // manifest declares each route's kind, and the kind selects the chain.
 // *fasthttp.RequestCtx never leaves this package and is never kept after a
