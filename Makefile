@@ -52,7 +52,7 @@ test-deps: ## install the servers the tests start (Redis, MariaDB; Debian packag
 TESTSUM  = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
 NORACE   = .ci/norace-tests.sh
 
-test: plugins tidy-check test-deps build-check ## every test once under the race detector, the !race tests once without it, vet, the matrix
+test: plugins tidy-check test-deps build-check deploy-check ## every test once under the race detector, the !race tests once without it, vet, the matrix
 	$(GO) vet ./...
 	$(GO) -C sdk vet ./...
 	@mkdir -p .cache
