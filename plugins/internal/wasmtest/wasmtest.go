@@ -15,8 +15,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/abi/hostfloat"
 )
 
 // Module is a plugin's .wasm build, instantiated in its own wazero runtime.
@@ -47,14 +47,7 @@ func Load(t testing.TB, name string, log func(level int32, msg []byte)) *Module 
 	rt := wazero.NewRuntime(ctx)
 	t.Cleanup(func() { rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := pluginhost.ExportFloatFuncs(rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
-		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
-			if log == nil {
-				return
-			}
-			b, _ := m.Memory().Read(ptr, n)
-			log(int32(level), b)
-		}).Export(abi.ImportLog)).Instantiate(ctx); err != nil {
+	if err := HostModule(ctx, rt, log); err != nil {
 		t.Fatal(err)
 	}
 	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
@@ -113,4 +106,35 @@ func (m *Module) read(t testing.TB, packed uint64) []byte {
 		t.Fatal("result out of range")
 	}
 	return b
+}
+
+// HostModule instantiates the ABI's host module in rt, as the gateway
+// provides it: mr_v2.log (log receives the level and the message, valid
+// only during the call; nil drops them) and the float text functions
+// (package hostfloat, the code the gateway's host runs).
+func HostModule(ctx context.Context, rt wazero.Runtime, log func(level int32, msg []byte)) error {
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	_, err := rt.NewHostModuleBuilder(abi.ImportModule).
+		NewFunctionBuilder().
+		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
+			if log == nil {
+				return
+			}
+			b, _ := m.Memory().Read(ptr, n)
+			log(int32(level), b)
+		}).Export(abi.ImportLog).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+			s[0] = uint64(hostfloat.Format(m.Memory(), uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3]), uint32(s[4])))
+		}), []api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i64}).
+		WithParameterNames("style", "src", "n", "dst", "dst_cap").
+		Export(abi.ImportF32Format).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+			s[0] = uint64(hostfloat.Parse(m.Memory(), uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3])))
+		}), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i64}).
+		WithParameterNames("src", "len", "dst", "dst_cap").
+		Export(abi.ImportF32Parse).
+		Instantiate(ctx)
+	return err
 }
