@@ -950,7 +950,7 @@ func TestAmplification_TrapLogLines(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var y strings.Builder
-	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", filepath.Join(plugins.Dir, "cache"))
+	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", plugins.Cache)
 	for _, p := range testutil.Plugins {
 		fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s, mode: trusted}\n", p.Name, p.Kind, filepath.Join(plugins.Dir, p.Name+".wasm"))
 	}

@@ -44,7 +44,9 @@ func testMain(m *testing.M) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(dir)
-	cacheDir = filepath.Join(dir, "cache")
+	if cacheDir, err = testbuild.CompileCache(); err != nil {
+		return fail(err)
+	}
 	if wasmFiles, err = testbuild.Build(root, dir, testPlugins); err != nil {
 		return fail(err)
 	}
@@ -134,7 +136,7 @@ func FuzzOps_Good(f *testing.F) {
 // fused check, and only it; the per-component checks are named by component.
 func TestCheck_FusedMismatch(t *testing.T) {
 	wasm := filepath.Join(t.TempDir(), "skew.wasm")
-	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm); err != nil {
+	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm, ""); err != nil {
 		t.Fatal(err)
 	}
 	// The canonical translator's golden request: canonical JSON.

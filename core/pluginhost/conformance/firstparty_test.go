@@ -22,15 +22,18 @@ func TestFirstPartyPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
+	cache, err := testutil.CompileCache()
+	if err != nil {
+		t.Fatal(err)
+	}
 	plugins := firstPartyPlugins
 	var files []string
+	wasm := map[string]string{}
 	for _, p := range plugins {
-		out := filepath.Join(dir, p.name+".wasm")
-		if err := testutil.BuildWasm("plugins/"+p.name+"/wasm", out, "-ldflags=-s -w"); err != nil {
+		if wasm[p.name], err = testutil.PluginWasm(p.name); err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, out+"=trusted+strict")
+		files = append(files, wasm[p.name]+"=trusted+strict")
 	}
 	if err := testutil.Precompile(cache, files...); err != nil {
 		t.Fatal(err)
@@ -39,7 +42,7 @@ func TestFirstPartyPlugins(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			gdir := filepath.Join(dir, p.name+"-golden")
 			streams := p.golden(t, root, gdir)
-			Run(t, filepath.Join(dir, p.name+".wasm"), Options{Kind: p.kind, GoldenDir: gdir, Streams: streams,
+			Run(t, wasm[p.name], Options{Kind: p.kind, GoldenDir: gdir, Streams: streams,
 				CacheDir: cache, MaxSplitPrefix: 512, RandomSplits: 50, FuzzIterations: 200, BudgetCalls: 500,
 				// Loose on purpose: CI machines are shared; this catches pathological
 				// plugins, bench/RESULTS.md has the real figures.
@@ -60,9 +63,12 @@ func TestFirstPartyBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache")
-	wasm := filepath.Join(dir, "bundle.wasm")
-	if err := testutil.BuildWasm(testutil.Bundle.Pkg, wasm, "-ldflags=-s -w"); err != nil {
+	cache, err := testutil.CompileCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := testutil.PluginWasm("bundle")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.Precompile(cache, wasm+"=trusted+strict"); err != nil {

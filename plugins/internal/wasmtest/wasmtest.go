@@ -1,13 +1,14 @@
-// Package wasmtest builds a plugin's wasm/ main package for wasip1 and runs
-// it in wazero through the ABI exports, as the gateway drives it. It backs
-// the plugins' wasm parity tests and benchmarks (go test -wasm) and is meant
-// for tests only.
+// Package wasmtest runs a plugin's wasm/ main package in wazero through
+// the ABI exports, as the gateway drives it. The .wasm is built for wasip1
+// once per source state and shared by the test binaries (package
+// buildcache; prebuilt by make when MINDROUTER_TEST_WASM names plugins/),
+// and compiled through a compilation cache they share. It backs the
+// plugins' wasm parity tests and benchmarks and is meant for tests only.
 package wasmtest
 
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/abi/hostfloat"
+	"github.com/mindrouter/mindrouter/sdk/sdktest/buildcache"
 )
 
 // Module is a plugin's .wasm build, instantiated in its own wazero runtime.
@@ -25,26 +27,31 @@ type Module struct {
 	buf, init, call api.Function
 }
 
-// Load builds ./wasm, relative to the test's working directory (the plugin's
-// package directory), with -buildmode=c-shared for GOOS=wasip1 GOARCH=wasm
-// into t.TempDir()/<name>.wasm, and instantiates it with WASI and the host's
-// log import, running its _initialize. log receives the plugin's log lines
-// (level, message, valid only during the call); nil drops them. The runtime
-// is closed when t ends.
+// Load instantiates the plugin name (as the Makefile names it:
+// plugins/<name>.wasm), whose main package is ./wasm relative to the
+// test's working directory (the plugin's package directory), in a wazero
+// runtime of its own with WASI and the ABI's host module (HostModule; log
+// receives the plugin's log lines, nil drops them), running its
+// _initialize. The .wasm is Path's; the runtime compiles through the
+// compilation cache the test binaries share (CompileCache), so a module
+// compiled once is not compiled again. The runtime is closed when t ends.
 func Load(t testing.TB, name string, log func(level int32, msg []byte)) *Module {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, "./wasm")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
-	bin, err := os.ReadFile(out)
+	bin, err := os.ReadFile(Path(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	cfg := wazero.NewRuntimeConfig()
+	if dir, err := CompileCache(); err != nil {
+		t.Logf("no shared compilation cache: %v", err)
+	} else if cache, err := wazero.NewCompilationCacheWithDir(dir); err != nil {
+		t.Logf("no shared compilation cache: %v", err)
+	} else {
+		cfg = cfg.WithCompilationCache(cache)
+		t.Cleanup(func() { cache.Close(ctx) })
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	t.Cleanup(func() { rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	if err := HostModule(ctx, rt, log); err != nil {
@@ -96,6 +103,49 @@ func (m *Module) Call(t testing.TB, op abi.Op, in []byte) []byte {
 		t.Fatal(err)
 	}
 	return m.read(t, res[0])
+}
+
+// Path returns the .wasm of the plugin name whose main package is ./wasm
+// relative to the working directory, built as the Makefile builds it
+// (-buildmode=c-shared -trimpath -ldflags='-s -w'): the file
+// $MINDROUTER_TEST_WASM/<name>.wasm when that variable is set (make test
+// sets it to plugins/, which `make plugins` wrote), else the build shared
+// through the per-user cache (package buildcache: built again only when a
+// source it reads changed). The file is shared: never write to it.
+func Path(t testing.TB, name string) string {
+	t.Helper()
+	if path, ok, err := buildcache.Prebuilt(name); err != nil {
+		t.Fatal(err)
+	} else if ok {
+		return path
+	}
+	root, err := buildcache.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(root, filepath.Join(wd, "wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := buildcache.Build(buildcache.Spec{Root: root, Pkg: rel, LDFlags: buildcache.DefaultLDFlags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// CompileCache is the wazero compilation cache directory shared by the
+// test binaries, the gateway's included (buildcache.CompileCacheDir).
+func CompileCache() (string, error) {
+	root, err := buildcache.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return buildcache.CompileCacheDir(root, "github.com/tetratelabs/wazero")
 }
 
 func (m *Module) read(t testing.TB, packed uint64) []byte {
