@@ -155,7 +155,7 @@ func (f *fixture) issue(t testing.TB, userID int64, scopes string, edit ...func(
 // redisClient is a client of r closed with the test.
 func redisClient(t testing.TB, r *testsvc.Redis) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: time.Second,
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: r.DB, DialTimeout: time.Second,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c

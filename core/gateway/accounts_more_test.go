@@ -70,7 +70,7 @@ func TestAccounts_RedisDownClosedOrOpen(t *testing.T) {
 		want int
 	}{{"closed", 503}, {"open", 200}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			rd := testsvc.StartRedis(t)
+			rd := testsvc.StartPrivateRedis(t) // stopped
 			y := fmt.Sprintf("redis: {addr: %q, timeout: 200ms}\nquota: {redis_down: %s}\n", rd.Addr, tc.mode)
 			e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)
 			// staff: every limit set, so each one needs Redis.

@@ -45,12 +45,12 @@ func startSchedFleet(t *testing.T, n int, url string) ([]*fleetGW, *redis.Client
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 store: {driver: mysql, dsn: %q}
-redis: {addr: %q}
+redis: {addr: %q, db: %d}
 scheduler: {slot_lease: %s}
 timeouts: {queue_wait: 60s}
 backends:
   - {name: %s, engine: vllm, url: %q, max_concurrent: %d}
-`, plugins.YAML, db.DSN, rd.Addr, fleetLease, fleetBackend, url, fleetCap)
+`, plugins.YAML, db.DSN, rd.Addr, rd.DB, fleetLease, fleetBackend, url, fleetCap)
 	var out []*fleetGW
 	for i := range n {
 		cfg, err := config.Parse([]byte(y), ".")
@@ -84,7 +84,7 @@ backends:
 		}
 		out = append(out, r)
 	}
-	return out, redis.NewClient(&redis.Options{Addr: rd.Addr})
+	return out, redis.NewClient(&redis.Options{Addr: rd.Addr, DB: rd.DB})
 }
 
 // abandon stops the fleet's loop without giving anything back, as a

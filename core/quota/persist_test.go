@@ -54,7 +54,7 @@ func spend(t *testing.T, l *Limiter, p *auth.Principal, n int64) error {
 
 func TestPersist_RoundTripThroughShutdown(t *testing.T) {
 	st, uid := sqliteUser(t)
-	r := testsvc.StartRedis(t)
+	r := testsvc.StartPrivateRedis(t) // restarted
 	clk := newClock()
 	lim := auth.Limits{TokenBudget: 1000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
 	p := principal(uid, lim)
@@ -103,7 +103,7 @@ func TestPersist_RoundTripThroughShutdown(t *testing.T) {
 
 func TestPersist_RedisRestartLosesAtMostSinceLastPersist(t *testing.T) {
 	st, uid := sqliteUser(t)
-	r := testsvc.StartRedis(t)
+	r := testsvc.StartPrivateRedis(t) // restarted
 	clk := newClock()
 	lim := auth.Limits{TokenBudget: 10_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
 	p := principal(uid, lim)

@@ -39,11 +39,11 @@ func TestFleetGatewaySIGKILL(t *testing.T) {
 plugins: %s
 log: {level: warn}
 store: {driver: sqlite, dsn: data/mr.db}
-redis: {addr: %q}
+redis: {addr: %q, db: %d}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: %d}
 scheduler: {policy: fair, fleet: auto, slot_lease: %s}
-`, pluginsYAML, rds.Addr, fakeAddr, maxConc, lease)
+`, pluginsYAML, rds.Addr, rds.DB, fakeAddr, maxConc, lease)
 		if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}
