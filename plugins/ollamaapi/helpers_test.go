@@ -47,29 +47,6 @@ func call(t testing.TB, p *sdk.Plugin, op abi.Op, flags uint32, state, payload [
 	return result{Status: r.Status, Flags: r.Flags, State: r.State, Meta: r.Meta, Payload: r.Payload, Error: r.Error}
 }
 
-// copyResult copies a raw result (the wasm parity test's, which sdktest
-// does not drive).
-func copyResult(t testing.TB, r abi.Result) result {
-	t.Helper()
-	res := result{
-		Status:  r.Status,
-		Flags:   r.Flags,
-		State:   bytes.Clone(r.State),
-		Payload: bytes.Clone(r.Payload),
-		Error:   string(r.Error),
-		Meta:    map[string]string{},
-	}
-	for m := r.Meta; len(m) > 0; {
-		k, v, rest, err := abi.NextMeta(m)
-		if err != nil {
-			t.Fatalf("result meta: %v", err)
-		}
-		res.Meta[string(k)] = string(v)
-		m = rest
-	}
-	return res
-}
-
 // decode runs request_decode on body for route and returns the canonical
 // request.
 func decode(t testing.TB, route, body string) (canon.ChatRequest, result) {

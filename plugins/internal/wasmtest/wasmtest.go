@@ -7,7 +7,9 @@
 package wasmtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/abi/hostfloat"
 	"github.com/mindrouter/mindrouter/sdk/sdktest/buildcache"
@@ -188,3 +191,88 @@ func HostModule(ctx context.Context, rt wazero.Runtime, log func(level int32, ms
 		Instantiate(ctx)
 	return err
 }
+
+// LoadPlugin is Load, then the checks every plugin's .wasm must pass
+// before its ops: the ABI version export says abi.Version and init (an
+// empty config) answers ok with a manifest, which it returns decoded.
+func LoadPlugin(t testing.TB, name string, log func(level int32, msg []byte)) (*Module, sdk.Manifest) {
+	t.Helper()
+	m := Load(t, name, log)
+	if v := m.ABIVersion(t); v != abi.Version {
+		t.Fatalf("%s: abi version %#x, want %#x", name, v, abi.Version)
+	}
+	res, err := abi.ParseResult(bytes.Clone(m.Init(t)))
+	if err != nil {
+		t.Fatalf("%s: init: %v", name, err)
+	}
+	if res.Status != abi.StatusOK {
+		t.Fatalf("%s: init: %s %s %s", name, res.Status, res.Error, res.Payload)
+	}
+	var man sdk.Manifest
+	if err := json.Unmarshal(res.Payload, &man); err != nil {
+		t.Fatalf("%s: manifest %s: %v", name, res.Payload, err)
+	}
+	return m, man
+}
+
+// Result runs op on in (Call) and returns the parsed result, its areas
+// copied out of the module's memory.
+func (m *Module) Result(t testing.TB, op abi.Op, in []byte) abi.Result {
+	t.Helper()
+	r, err := abi.ParseResult(bytes.Clone(m.Call(t, op, in)))
+	if err != nil {
+		t.Fatalf("%s: malformed result: %v", op, err)
+	}
+	return r
+}
+
+// Input lays out a call's input as the host does: the header, state, the
+// meta pairs (key, value, key, value...) and payload.
+func Input(flags uint32, state, payload []byte, meta ...string) []byte {
+	var m []byte
+	for i := 0; i+1 < len(meta); i += 2 {
+		m = abi.AppendMeta(m, meta[i], meta[i+1])
+	}
+	in := make([]byte, abi.HeaderSize, abi.HeaderSize+len(state)+len(m)+len(payload))
+	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
+	return append(append(append(in, state...), m...), payload...)
+}
+
+// Parity runs the same calls through a plugin's .wasm and its native
+// build (the same code, through the SDK's dispatcher) and requires
+// identical results: status, flags, state, meta, payload and error, byte
+// for byte. It backs the plugins' TestWasm_MatchesNative.
+type Parity struct {
+	t      testing.TB
+	wasm   *Module
+	native *sdk.Plugin
+	calls  int
+}
+
+// NewParity compares wasm with native.
+func NewParity(t testing.TB, wasm *Module, native *sdk.Plugin) *Parity {
+	return &Parity{t: t, wasm: wasm, native: native}
+}
+
+// Check runs op on in through both builds; a difference fails the test
+// (naming the call by name, with both results) and the native result is
+// returned, its areas copied, for the caller's next state.
+func (p *Parity) Check(name string, op abi.Op, in []byte) abi.Result {
+	p.t.Helper()
+	p.calls++
+	want, err := abi.ParseResult(bytes.Clone(p.native.Call(op, in)))
+	if err != nil {
+		p.t.Fatalf("%s: native: malformed result: %v", name, err)
+	}
+	got := p.wasm.Result(p.t, op, in)
+	if got.Status != want.Status || got.Flags != want.Flags || !bytes.Equal(got.State, want.State) ||
+		!bytes.Equal(got.Meta, want.Meta) || !bytes.Equal(got.Payload, want.Payload) || !bytes.Equal(got.Error, want.Error) {
+		p.t.Errorf("%s: wasm and native differ\nwasm:   %s flags %#x %q meta %q state %x\n        %s\nnative: %s flags %#x %q meta %q state %x\n        %s",
+			name, got.Status, got.Flags, got.Error, got.Meta, got.State, got.Payload,
+			want.Status, want.Flags, want.Error, want.Meta, want.State, want.Payload)
+	}
+	return want
+}
+
+// Calls is how many calls Check compared.
+func (p *Parity) Calls() int { return p.calls }
