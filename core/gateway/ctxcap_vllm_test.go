@@ -49,6 +49,7 @@ func sentMaxTokens(t *testing.T, body []byte) int {
 }
 
 func TestContextCap_VLLMTokenize(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{MaxModelLen: ctxWindow, Tokens: 5000}, fakellm.Config{}, "")
 	ctx := context.Background()
 
@@ -146,6 +147,7 @@ func chatParamsMax(model, prompt string, max int64) openai.ChatCompletionNewPara
 // is capped with the offline margin, below what an exact count leaves,
 // without asking the backend that had no /tokenize again.
 func TestContextCap_TokenizeUnavailable(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{MaxModelLen: ctxWindow, Tokens: 5000, NoTokenize: true}, fakellm.Config{}, "")
 	ctx := context.Background()
 

@@ -17,6 +17,7 @@ import (
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/sched"
 )
 
@@ -239,11 +240,5 @@ func TestFleet_TwoReplicasShareCapAndWeights(t *testing.T) {
 // waitUntil polls cond every 10 ms for up to d: it detects hangs.
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, d, cond)
 }
