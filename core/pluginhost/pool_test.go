@@ -41,7 +41,7 @@ func TestPool_Get_Timeout(t *testing.T) {
 		var out Result
 		done <- v.Call(context.Background(), abi.OpErrorEncode, errorInput, &out)
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitFor(t, "the caller waiting for the instance", func() bool { return v.pool.waiting.Load() == 1 })
 	v.pool.put(held, false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
