@@ -28,13 +28,7 @@ func loadWasm(t testing.TB) *wasmtest.Module {
 	return w
 }
 
-func chunkList(chunks []canon.ChatChunk) []byte {
-	var list []byte
-	for _, it := range sdktest.Chunks(chunks...) {
-		list = abi.AppendItem(list, it)
-	}
-	return list
-}
+func chunkList(chunks []canon.ChatChunk) []byte { return sdktest.ChunkList(chunks) }
 
 // TestWasm_MatchesNative runs the decode, response, stream, error and
 // count inputs of the native tests through the .wasm and the native
