@@ -367,6 +367,7 @@ func TestAccounts_RedisDown(t *testing.T) {
 // make run's embedded store: users, keys and spent budget survive a
 // restart without MySQL or Redis.
 func TestAccounts_EmbeddedStoreSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dsn := filepath.Join(t.TempDir(), "mindrouter.db")
 	y := fmt.Sprintf("store: {driver: sqlite, dsn: %q}\nquota: {persist_interval: 1s}\n", dsn)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)
@@ -403,6 +404,7 @@ func TestAccounts_EmbeddedStoreSurvivesRestart(t *testing.T) {
 // A key imported from the reference implementation (its prefix and
 // Argon2id hash) authenticates; another key with the same prefix does not.
 func TestAccounts_ImportedArgon2Key(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	uid, _ := newUser(t, e.base, "frank", "staff", nil, nil)
 	key, _, _, err := accounts.NewKey()
@@ -439,6 +441,7 @@ func TestAccounts_ImportedArgon2Key(t *testing.T) {
 // A refusal comes in each client's dialect: OpenAI's 429 error object,
 // Anthropic's rate_limit_error, Ollama's {"error": …} — with Retry-After.
 func TestAccounts_RateLimitInEachDialect(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	_, k := newUser(t, e.base, "jun", "staff", map[string]any{"rpm_limit_override": 1}, nil)
 	ctx := context.Background()

@@ -764,6 +764,7 @@ func TestUnauthenticatedBodiesNotRead(t *testing.T) {
 // TestExpectContinue: "Expect: 100-continue" gets 100 only with a valid
 // key, and then a normal answer.
 func TestExpectContinue(t *testing.T) {
+	t.Parallel()
 	_, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4), level: slog.LevelWarn})
 	body := chatJSON(vllmModel, false)
