@@ -139,6 +139,11 @@ func TestCheck_FusedMismatch(t *testing.T) {
 	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm, ""); err != nil {
 		t.Fatal(err)
 	}
+	// Compiled without the race detector (Check loads it strict and trusted),
+	// as the other test plugins are: under -race wazero compiles ten times slower.
+	if err := testutil.Precompile(cacheDir, wasm+"=trusted+strict"); err != nil {
+		t.Fatal(err)
+	}
 	// The canonical translator's golden request: canonical JSON.
 	gdir := t.TempDir()
 	req := canon.ChatRequest{Model: "m", Messages: []canon.Message{{Role: canon.RoleUser, Content: []canon.Part{{Type: canon.PartText, Text: "hi"}}}}}
@@ -146,7 +151,7 @@ func TestCheck_FusedMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeVector(t, filepath.Join(gdir, "canon-t"), "request", `{"op": "request_decode", "input": `+string(req.AppendJSON(nil))+`, "want": {}}`)
-	rep, err := Check(context.Background(), wasm, Options{GoldenDir: gdir, CacheDir: t.TempDir(), FuzzIterations: 50, BudgetCalls: 100, Budget: time.Second})
+	rep, err := Check(context.Background(), wasm, Options{GoldenDir: gdir, CacheDir: cacheDir, FuzzIterations: 50, BudgetCalls: 100, Budget: time.Second})
 	t.Log("\n" + rep.String())
 	if err == nil || !strings.Contains(err.Error(), "conformance fused:") || !strings.Contains(err.Error(), "fused and canonical paths differ") ||
 		!strings.Contains(err.Error(), `{\"path\":\"fused\"}`) {
