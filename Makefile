@@ -9,6 +9,10 @@ CONFIG   ?=
 # -p 2 lets the next packages compile and link meanwhile.
 GOFLAGS_TEST ?= -shuffle=on -p 2 -exec $(CURDIR)/.ci/one-at-a-time
 export MINDROUTER_TEST_LOCK ?= $(CURDIR)/.cache/test.lock
+# The tests load the plugins `make plugins` built (every test target
+# depends on it) instead of building their own (sdk/sdktest/buildcache;
+# plain `go test` builds them once per source state into a user cache).
+export MINDROUTER_TEST_WASM ?= $(CURDIR)/plugins
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 

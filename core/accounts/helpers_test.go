@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
@@ -155,7 +156,7 @@ func (f *fixture) issue(t testing.TB, userID int64, scopes string, edit ...func(
 // redisClient is a client of r closed with the test.
 func redisClient(t testing.TB, r *testsvc.Redis) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: time.Second,
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: r.DB, DialTimeout: time.Second,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -174,14 +175,7 @@ func run(t testing.TB, a *Authenticator) {
 // detector, not a speed bound) and returns how long it took.
 func eventually(t testing.TB, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("%s: not after 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testutil.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // live reports whether a's revocation subscription counts as live now.

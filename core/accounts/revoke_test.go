@@ -22,7 +22,14 @@ type replicas struct {
 
 func newReplicas(t *testing.T) *replicas {
 	t.Helper()
-	rp := &replicas{f: newFixture(t), r: testsvc.StartRedis(t)}
+	return newReplicasOn(t, testsvc.StartRedis(t))
+}
+
+// newReplicasOn is newReplicas on r (a private Redis, for a test that
+// restarts it).
+func newReplicasOn(t *testing.T, r *testsvc.Redis) *replicas {
+	t.Helper()
+	rp := &replicas{f: newFixture(t), r: r}
 	rp.a = New(Options{Store: rp.f.st, Redis: redisClient(t, rp.r), Now: newClock().Now})
 	rp.b = New(Options{Store: rp.f.st, Redis: redisClient(t, rp.r), Now: newClock().Now})
 	run(t, rp.a)
@@ -118,7 +125,7 @@ func TestInvalidate_AcrossReplicas(t *testing.T) {
 // subscription) a replica resubscribes, empties its cache, and
 // invalidations flow again.
 func TestSubscription_RedisRestart(t *testing.T) {
-	rp := newReplicas(t)
+	rp := newReplicasOn(t, testsvc.StartPrivateRedis(t))
 	f, ctx := rp.f, context.Background()
 	key, k := f.issue(t, f.user.ID, "inference")
 	if _, err := rp.b.Authenticate(ctx, []byte(key)); err != nil {
@@ -152,7 +159,7 @@ func TestSubscription_RedisRestart(t *testing.T) {
 // authentication neither fails nor waits on Redis.
 func TestSubscription_RedisDown(t *testing.T) {
 	f := newFixture(t)
-	r := testsvc.StartRedis(t)
+	r := testsvc.StartPrivateRedis(t)
 	clk := newClock()
 	a := New(Options{Store: f.st, Redis: redisClient(t, r), Now: clk.Now})
 	run(t, a)

@@ -25,6 +25,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // testPNG is a real PNG of n×n noise pixels (about 4n² bytes).
@@ -182,13 +183,11 @@ func TestRecorderBlobs(t *testing.T) {
 			}
 			ctx := context.Background()
 			var e Event
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if e, err = searcher.Get(ctx, "req-00000002"); err == nil && r.Pending() == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("not stored: %v, %d pending", err, r.Pending())
-				}
+			if !testutil.Poll(30*time.Second, func() bool {
+				e, err = searcher.Get(ctx, "req-00000002")
+				return err == nil && r.Pending() == 0
+			}) {
+				t.Fatalf("not stored: %v, %d pending", err, r.Pending())
 			}
 			if strings.Contains(e.RequestBody, "base64") || !strings.Contains(e.RequestBody, `"url":"`+refOf(img, "image/png")+`"`) {
 				t.Errorf("stored request body %.300s", e.RequestBody)
@@ -298,11 +297,7 @@ func TestRecorderLongBodies(t *testing.T) {
 	r.Observe(o)
 	s := NewSQLiteSearcher(r.EmbeddedDB())
 	ctx := context.Background()
-	for deadline := time.Now().Add(30 * time.Second); r.Pending() > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pending after 30 s", r.Pending())
-		}
-	}
+	testutil.WaitFor(t, "nothing pending", 30*time.Second, func() bool { return r.Pending() == 0 })
 	e, err := s.Get(ctx, "req-00000001")
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,12 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // TestCommitDelay: woken to a small group, the spool goroutine lingers
@@ -32,11 +35,7 @@ func TestCommitDelay(t *testing.T) {
 		t.Fatalf("%d events spooled while lingering, want 0", n)
 	}
 	r.Observe(testOutcome(commitGroup - 1)) // the group is full: commit now
-	for deadline := time.Now().Add(10 * time.Second); r.Spooled() < commitGroup; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d spooled 10 s after the group filled", r.Spooled(), commitGroup)
-		}
-	}
+	testutil.WaitFor(t, "the full group spooled", 10*time.Second, func() bool { return r.Spooled() >= commitGroup })
 	if c := r.sp.commits.Load(); c != 1 {
 		t.Errorf("%d group commits for one full group, want 1", c)
 	}
@@ -94,18 +93,10 @@ func TestCommitDelayCancel(t *testing.T) {
 	waitRunning(t, r)
 	for i := range 3 {
 		r.Observe(testOutcome(10 + i))
-		for deadline := time.Now().Add(10 * time.Second); r.Spooled() < uint64(i+1); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("event %d not spooled after 10 s with no commit delay", i)
-			}
-		}
+		testutil.WaitFor(t, fmt.Sprintf("event %d spooled with no commit delay", i), 10*time.Second, func() bool { return r.Spooled() >= uint64(i+1) })
 	}
 	if c := r.sp.commits.Load(); c != 3 {
 		t.Errorf("%d commits for 3 lone events without a delay, want 3", c)
 	}
-	for deadline := time.Now().Add(20 * time.Second); r.Written() < 4; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 written (1 replayed, 3 new) after 20 s", r.Written())
-		}
-	}
+	testutil.WaitFor(t, "4 written (1 replayed, 3 new)", 20*time.Second, func() bool { return r.Written() >= 4 })
 }

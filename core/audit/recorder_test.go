@@ -15,6 +15,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/outcome"
 )
 
@@ -86,19 +87,15 @@ func counts(t testing.TB, conn driver.Conn, db string) (rows, ids uint64) {
 // waitRows waits up to limit for n rows.
 func waitRows(t testing.TB, conn driver.Conn, db string, n uint64, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	var got uint64
+	var err error
+	if !testutil.Poll(limit, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var got uint64
-		err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".requests").Scan(&got)
-		cancel()
-		if err == nil && got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d rows after %v, want %d (last error: %v)", got, limit, n, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer cancel()
+		err = conn.QueryRow(ctx, "SELECT count() FROM "+db+".requests").Scan(&got)
+		return err == nil && got >= n
+	}) {
+		t.Fatalf("%d rows after %v, want %d (last error: %v)", got, limit, n, err)
 	}
 }
 
@@ -141,9 +138,7 @@ func TestRecorderClickHouse(t *testing.T) {
 		t.Errorf("outcome mapping: %+v", want)
 	}
 	// The rows can be visible a moment before the batch is acknowledged.
-	for wait := time.Now().Add(10 * time.Second); r.Written() < 50 && time.Now().Before(wait); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Poll(10*time.Second, func() bool { return r.Written() >= 50 }) // checked below
 	if r.Lag() != 0 {
 		t.Errorf("Lag %v with everything written", r.Lag())
 	}
@@ -308,17 +303,13 @@ func TestRecorderEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	deadline := time.Now().Add(10 * time.Second)
 	var n int
-	for {
+	testutil.Poll(10*time.Second, func() bool { // n is checked below
 		if err := db.QueryRow("SELECT count(*) FROM requests").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 1100 && r.Pending() == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n == 1100 && r.Pending() == 0
+	})
 	if n != 1100 {
 		t.Fatalf("%d rows, want 1100", n)
 	}
@@ -466,10 +457,8 @@ func TestObserveNeverBlocks(t *testing.T) {
 	}
 	// The last group commit: every event is spooled or dropped, and the
 	// spool is full.
-	for wait := time.Now().Add(10 * time.Second); r.Spooled()+r.Dropped() < observed || !r.full.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(wait) {
-			t.Fatalf("%d spooled and %d dropped of %d, spool full %v, after 10s", r.Spooled(), r.Dropped(), observed, r.full.Load())
-		}
+	if !testutil.Poll(10*time.Second, func() bool { return r.Spooled()+r.Dropped() >= observed && r.full.Load() }) {
+		t.Fatalf("%d spooled and %d dropped of %d, spool full %v, after 10s", r.Spooled(), r.Dropped(), observed, r.full.Load())
 	}
 	before, spooled := r.Dropped(), r.Spooled()
 	done = make(chan struct{})
@@ -558,9 +547,5 @@ func TestRecorderAfterClose(t *testing.T) {
 // writing them, which the tests that count writes do not expect.
 func waitRunning(t testing.TB, r *Recorder) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !r.running.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not start within 10s")
-		}
-	}
+	testutil.WaitFor(t, "Run to start", 10*time.Second, r.running.Load)
 }

@@ -205,7 +205,7 @@ func TestBackend_AcquireContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.AcquireContext(ctx, time.Minute) }()
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, func() bool { return a.Waiting() == 1 }) // cancelled while it waits
 	cancel()
 	select {
 	case err := <-done:
@@ -222,7 +222,7 @@ func TestBackend_AcquireContext(t *testing.T) {
 		t.Fatalf("no wait: %v", err)
 	}
 	go func() { done <- a.AcquireContext(context.Background(), time.Minute) }()
-	time.Sleep(10 * time.Millisecond)
+	waitFor(t, func() bool { return a.Waiting() == 1 }) // released while it waits
 	a.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("wait for a released slot: %v", err)
@@ -309,13 +309,7 @@ func TestBackend_Waiting(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- a.Acquire(10 * time.Second) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for a.Waiting() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting %d, want 1", a.Waiting())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return a.Waiting() == 1 })
 	a.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)

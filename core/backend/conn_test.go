@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // backendAt builds a one-backend registry pointing at url and returns it.
@@ -203,13 +204,7 @@ func TestBackend_IdleConnTimeoutHonoured(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the condition", 5*time.Second, cond)
 }
 
 // rawBackend accepts connections and runs serve on each, counting the

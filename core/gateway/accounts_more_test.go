@@ -70,7 +70,7 @@ func TestAccounts_RedisDownClosedOrOpen(t *testing.T) {
 		want int
 	}{{"closed", 503}, {"open", 200}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			rd := testsvc.StartRedis(t)
+			rd := testsvc.StartPrivateRedis(t) // stopped
 			y := fmt.Sprintf("redis: {addr: %q, timeout: 200ms}\nquota: {redis_down: %s}\n", rd.Addr, tc.mode)
 			e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)
 			// staff: every limit set, so each one needs Redis.
@@ -153,6 +153,7 @@ func checkRateHeaders(t *testing.T, dialect string, h http.Header) {
 // A 429 in the Anthropic and Ollama dialects carries Retry-After and the
 // x-ratelimit-* headers, as OpenAI's does.
 func TestAccounts_RateLimitHeadersInEachDialect(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	_, k := newUser(t, e.base, "kim", "staff", map[string]any{"rpm_limit_override": 1}, nil)
 	ctx := context.Background()
@@ -183,6 +184,7 @@ func TestAccounts_RateLimitHeadersInEachDialect(t *testing.T) {
 // (message_delta with stop_reason "max_tokens", then message_stop) and in
 // Ollama's (done with done_reason "length"), within the budget.
 func TestAccounts_BudgetCutStreamInEachDialect(t *testing.T) {
+	t.Parallel()
 	const budget = 300
 	e := startEnv(t, fakellm.Config{Tokens: 2000, TPS: 5000}, fakellm.Config{Tokens: 2000, TPS: 5000}, "")
 	over := map[string]any{"token_budget_override": budget, "rpm_limit_override": 100}

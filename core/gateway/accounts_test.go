@@ -32,7 +32,7 @@ func startFleet(t *testing.T, n int, fv fakellm.Config, extraYAML string) []*env
 	t.Helper()
 	db := testsvc.StartMariaDB(t)
 	rd := testsvc.StartRedis(t)
-	y := fmt.Sprintf("store: {driver: mysql, dsn: %q}\nredis: {addr: %q}\n%s", db.DSN, rd.Addr, extraYAML)
+	y := fmt.Sprintf("store: {driver: mysql, dsn: %q}\n%s%s", db.DSN, redisYAML(rd), extraYAML)
 	var out []*env
 	for i := 0; i < n; i++ {
 		out = append(out, startEnv(t, fv, fakellm.Config{}, y))
@@ -331,11 +331,16 @@ func TestAccounts_BudgetUnderConcurrentStreams(t *testing.T) {
 	}
 }
 
+// redisYAML is the gateway config's redis section for r.
+func redisYAML(r *testsvc.Redis) string {
+	return fmt.Sprintf("redis: {addr: %q, db: %d}\n", r.Addr, r.DB)
+}
+
 // Redis going away never turns into a 500 or a hang: with the default
 // quota.redis_down "local", each replica goes on enforcing on its own.
 func TestAccounts_RedisDown(t *testing.T) {
 	db := testsvc.StartMariaDB(t)
-	rd := testsvc.StartRedis(t)
+	rd := testsvc.StartPrivateRedis(t) // stopped
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, fmt.Sprintf("store: {driver: mysql, dsn: %q}\nredis: {addr: %q, timeout: 200ms}\n", db.DSN, rd.Addr))
 	_, k := newUser(t, e.base, "dave", "staff", map[string]any{"rpm_limit_override": 5}, nil)
 	c := client(e, k.FullKey)
@@ -362,6 +367,7 @@ func TestAccounts_RedisDown(t *testing.T) {
 // make run's embedded store: users, keys and spent budget survive a
 // restart without MySQL or Redis.
 func TestAccounts_EmbeddedStoreSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dsn := filepath.Join(t.TempDir(), "mindrouter.db")
 	y := fmt.Sprintf("store: {driver: sqlite, dsn: %q}\nquota: {persist_interval: 1s}\n", dsn)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)
@@ -398,6 +404,7 @@ func TestAccounts_EmbeddedStoreSurvivesRestart(t *testing.T) {
 // A key imported from the reference implementation (its prefix and
 // Argon2id hash) authenticates; another key with the same prefix does not.
 func TestAccounts_ImportedArgon2Key(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	uid, _ := newUser(t, e.base, "frank", "staff", nil, nil)
 	key, _, _, err := accounts.NewKey()
@@ -434,6 +441,7 @@ func TestAccounts_ImportedArgon2Key(t *testing.T) {
 // A refusal comes in each client's dialect: OpenAI's 429 error object,
 // Anthropic's rate_limit_error, Ollama's {"error": …} — with Retry-After.
 func TestAccounts_RateLimitInEachDialect(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	_, k := newUser(t, e.base, "jun", "staff", map[string]any{"rpm_limit_override": 1}, nil)
 	ctx := context.Background()

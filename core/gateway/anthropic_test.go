@@ -79,6 +79,7 @@ func streamMessage(t *testing.T, c anthropic.Client, p anthropic.MessageNewParam
 }
 
 func TestAnthropicSDK_Text(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, model := range []string{vllmModel, ollamaModel} {
 		for _, prefixed := range []bool{false, true} {
@@ -108,6 +109,7 @@ func TestAnthropicSDK_Text(t *testing.T) {
 // and the same usage (fakellm is deterministic); the input tokens, known
 // only at the end of a backend stream, arrive in message_delta.
 func TestAnthropicSDK_Stream(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, true, adminKey)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -148,6 +150,7 @@ func anthropicWeatherTool() anthropic.ToolUnionParam {
 // backend gets the call and its result paired; streamed, the call's input
 // arrives as input_json_delta fragments that accumulate to the same JSON.
 func TestAnthropicSDK_Tools(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, false, adminKey)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -206,6 +209,7 @@ func TestAnthropicSDK_Tools(t *testing.T) {
 // as required and a named function, and a named tool still ends with
 // stop_reason tool_use (vLLM finishes it with "stop").
 func TestAnthropicSDK_ToolChoice(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, false, adminKey)
 	p := anthropicParams(vllmModel, "Weather in Paris?")
@@ -238,6 +242,7 @@ func TestAnthropicSDK_ToolChoice(t *testing.T) {
 // text, streamed and not; thinking disabled gives none. Both fakes serve a
 // reasoning model (fakellm reasons for qwen3-like names when asked).
 func TestAnthropicSDK_Thinking(t *testing.T) {
+	t.Parallel()
 	const ollamaThinker = "qwen3:4b"
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{Models: []string{ollamaThinker}}, "")
 	c := anthropicClient(e, false, adminKey)
@@ -291,6 +296,7 @@ func TestAnthropicSDK_Thinking(t *testing.T) {
 // TestAnthropicSDK_Images: a base64 image block reaches each engine in its
 // own shape (vLLM: an image_url data URI; Ollama: base64 in images).
 func TestAnthropicSDK_Images(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, false, adminKey)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -335,6 +341,7 @@ func TestAnthropicSDK_Images(t *testing.T) {
 // server's loopback address allowed, as an operator allows an internal
 // image store): vLLM as a data: URL, Ollama as base64 in images.
 func TestAnthropicSDK_ImageURL(t *testing.T) {
+	t.Parallel()
 	img, hits := imageServer(t)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
 	c := anthropicClient(e, false, adminKey)
@@ -364,6 +371,7 @@ func TestAnthropicSDK_ImageURL(t *testing.T) {
 // as its structured-output switch, and the text is a JSON document with
 // the schema's required property.
 func TestAnthropicSDK_JSONSchema(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, false, adminKey)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -393,6 +401,7 @@ func TestAnthropicSDK_JSONSchema(t *testing.T) {
 // stream the backend drops midway ends in an error event, which the SDK
 // reports.
 func TestAnthropicSDK_Errors(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, false, adminKey)
 	ctx := context.Background()
@@ -445,6 +454,7 @@ func TestAnthropicSDK_Errors(t *testing.T) {
 // TestAnthropicSDK_Models: GET /anthropic/v1/models lists both engines'
 // models in Anthropic's page shape.
 func TestAnthropicSDK_Models(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := anthropicClient(e, true, adminKey)
 	page, err := c.Models.List(context.Background(), anthropic.ModelListParams{})
@@ -467,12 +477,14 @@ func TestAnthropicSDK_Models(t *testing.T) {
 // way of loading the first-party plugins (separate modules and the bundle,
 // as WebAssembly and natively): the bundle serves them by fused calls.
 func TestAnthropicSDK_PluginSets(t *testing.T) {
+	t.Parallel()
 	for _, ps := range pluginSets(t) {
 		if ps.name == "separate" {
 			continue // the other TestAnthropicSDK_ tests
 		}
 		t.Run(ps.name, func(t *testing.T) {
-			withPlugins(ps.set, func() {
+			t.Parallel()
+			withPlugins(t, ps.set, func() {
 				t.Run("Text", TestAnthropicSDK_Text)
 				t.Run("Stream", TestAnthropicSDK_Stream)
 				t.Run("Tools", TestAnthropicSDK_Tools)

@@ -135,6 +135,7 @@ func TestAudit_EndToEnd(t *testing.T) {
 
 // The admin API is on record, but never its bodies: a new key is in one.
 func TestAudit_AdminBodiesNotKept(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	_, k := newUser(t, e.base, "ines", "staff", nil, nil)
 	deadline := time.Now().Add(10 * time.Second)

@@ -47,7 +47,7 @@ func BenchmarkChatQuota(b *testing.B) {
 	limits := map[string]any{"rpm_limit_override": 1000000, "max_concurrent_override": 1000, "token_budget_override": int64(1e15)}
 	for _, tc := range []struct{ name, yaml string }{
 		{"memory", ""},
-		{"redis", "redis: {addr: " + testsvc.StartRedis(b).Addr + "}\n"},
+		{"redis", redisYAML(testsvc.StartRedis(b))},
 	} {
 		e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "log: {level: warn}\n"+tc.yaml)
 		_, k := newUser(b, e.base, "bench", "staff", limits, nil)

@@ -25,23 +25,16 @@ import (
 // flowing the whole time.
 func TestBrokenPluginContained(t *testing.T) {
 	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.wasm")
-	if err := testutil.BuildWasm("plugins/testdata/broken/bad", bad); err != nil {
-		t.Fatal(err)
-	}
-	// The first-party plugins are compiled in plugins.Dir/cache already
-	// (compiling them again, under -race, took minutes); the broken one
-	// joins them there.
-	cache := filepath.Join(plugins.Dir, "cache")
-	if err := testutil.Precompile(cache, bad+"=strict"); err != nil {
+	bad, err := testutil.BuildBroken() // precompiled for strict into plugins.Cache
+	if err != nil {
 		t.Fatal(err)
 	}
 	var y strings.Builder
-	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", cache)
+	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", plugins.Cache)
 	for _, p := range testutil.Plugins {
 		fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s, mode: trusted}\n", p.Name, p.Kind, filepath.Join(plugins.Dir, p.Name+".wasm"))
 	}
-	fmt.Fprintf(&y, "  - {name: bad, kind: translator, path: bad.wasm, mode: strict, limits: {call_timeout_ms: 300, memory_mb: 64, max_payload_mb: 2}}\n")
+	fmt.Fprintf(&y, "  - {name: bad, kind: translator, path: %s, mode: strict, limits: {call_timeout_ms: 300, memory_mb: 64, max_payload_mb: 2}}\n", bad)
 	yamlPath := filepath.Join(dir, "plugins.yaml")
 	if err := os.WriteFile(yamlPath, []byte(y.String()), 0o644); err != nil {
 		t.Fatal(err)

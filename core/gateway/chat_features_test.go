@@ -69,6 +69,7 @@ func extraString(t *testing.T, raw string) string {
 }
 
 func TestOpenAISDK_N(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{Tokens: 5}, fakellm.Config{}, "")
 	ctx := context.Background()
 	p := chatParams(vllmModel, "Say hi")
@@ -108,6 +109,7 @@ func TestOpenAISDK_N(t *testing.T) {
 }
 
 func TestOpenAISDK_Logprobs(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{Tokens: 4}, fakellm.Config{Tokens: 4}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -163,6 +165,7 @@ func TestOpenAISDK_Logprobs(t *testing.T) {
 // Stop and seed reach both engines and are accepted; fakellm's output is a
 // function of the prompt, so a seeded request repeats itself.
 func TestOpenAISDK_StopSeed(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -231,6 +234,7 @@ func checkSent(t *testing.T, e *env, model string, stop []string) {
 }
 
 func TestOpenAISDK_JSONSchema(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	schema := map[string]any{
@@ -272,6 +276,7 @@ func TestOpenAISDK_JSONSchema(t *testing.T) {
 }
 
 func TestOpenAISDK_ReasoningEffort(t *testing.T) {
+	t.Parallel()
 	const ollamaThinker = "qwen3:8b"
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{Models: []string{ollamaThinker}}, "")
 	ctx := context.Background()
@@ -306,6 +311,7 @@ func TestOpenAISDK_ReasoningEffort(t *testing.T) {
 // --reasoning-parser, Ollama not parsing it): clients get reasoning_content
 // and clean content, streamed (tags cut between events) and not.
 func TestOpenAISDK_ReasoningFromThinkTags(t *testing.T) {
+	t.Parallel()
 	const vModel, oModel = "deepseek-r1-distill-qwen-7b", "deepseek-r1:7b"
 	cfg := fakellm.Config{DefaultThinking: true, ThinkInContent: true, Tokens: 6, ReasoningTokens: 5}
 	fv, fo := cfg, cfg

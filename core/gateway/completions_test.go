@@ -19,6 +19,7 @@ import (
 // text_completion objects, sent to vLLM's /v1/completions and to Ollama's
 // raw /api/generate, never converted to chat.
 func TestOpenAISDK_Completions(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -98,6 +99,7 @@ func TestOpenAISDK_Completions(t *testing.T) {
 // client is a text completion on both engines: vLLM's /v1/completions,
 // Ollama's raw /api/generate, the prompt untouched.
 func TestOllamaSDK_GenerateRaw(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {

@@ -17,6 +17,7 @@ import (
 // max_tokens does not fit beside its input is capped instead of refused
 // by the backend (fakellm refuses as vLLM does).
 func TestContextCapping(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{MaxModelLen: 1000, Tokens: 5000}, fakellm.Config{}, "")
 	ctx := context.Background()
 	words := func(n int) string { return strings.Repeat("word ", n) }

@@ -14,6 +14,7 @@ import (
 // on both routes: the gateway's count (as /v1/tokenize gives it), no
 // backend call, an unknown model 404 in Anthropic's error shape.
 func TestAnthropicSDK_CountTokens(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, prefixed := range []bool{false, true} {

@@ -53,6 +53,7 @@ func sentMaxTokens(t *testing.T, body []byte) int {
 }
 
 func TestContextCap_VLLMTokenize(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{MaxModelLen: ctxWindow, Tokens: 5000}, fakellm.Config{}, "")
 	ctx := context.Background()
 
@@ -106,7 +107,7 @@ func TestContextCap_VLLMTokenizeBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withPlugins(bundle, func() { TestContextCap_VLLMTokenize(t) })
+	withPlugins(t, bundle, func() { TestContextCap_VLLMTokenize(t) })
 }
 
 // pluginCalls sums mindrouter_plugin_calls_total of op over plugins.
@@ -183,6 +184,7 @@ func chatParamsMax(model, prompt string, max int64) openai.ChatCompletionNewPara
 // is capped with the offline margin, below what an exact count leaves,
 // without asking the backend that had no /tokenize again.
 func TestContextCap_TokenizeUnavailable(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{MaxModelLen: ctxWindow, Tokens: 5000, NoTokenize: true}, fakellm.Config{}, "")
 	ctx := context.Background()
 

@@ -141,7 +141,7 @@ func TestDashboard_MetricsExported(t *testing.T) {
 	}
 
 	rd := testsvc.StartRedis(t)
-	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, fmt.Sprintf("redis: {addr: %q}\n", rd.Addr))
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, fmt.Sprintf("redis: {addr: %q, db: %d}\n", rd.Addr, rd.DB))
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
 		if _, err := e.client.Chat.Completions.New(ctx, chatParams(model, "Count to three")); err != nil {

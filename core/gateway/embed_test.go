@@ -51,6 +51,7 @@ func checkVector(t *testing.T, v []float64, dim int) {
 }
 
 func TestOpenAISDK_EmbeddingsString(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, model := range embedModels {
 		resp := embed(t, e, openai.EmbeddingNewParams{Model: model,
@@ -67,6 +68,7 @@ func TestOpenAISDK_EmbeddingsString(t *testing.T) {
 }
 
 func TestOpenAISDK_EmbeddingsArray(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	inputs := []string{"first document", "second document", "third, with \"quotes\" and ü"}
 	for _, model := range embedModels {
@@ -94,6 +96,7 @@ func TestOpenAISDK_EmbeddingsArray(t *testing.T) {
 // base64 comes back as a string of float32 bytes, which the SDK decodes
 // into the same numbers the float form gives.
 func TestOpenAISDK_EmbeddingsBase64(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	input := openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"alpha", "beta"}}
 	for _, model := range embedModels {
@@ -115,6 +118,7 @@ func TestOpenAISDK_EmbeddingsBase64(t *testing.T) {
 }
 
 func TestOpenAISDK_EmbeddingsDimensions(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, model := range embedModels {
 		resp := embed(t, e, openai.EmbeddingNewParams{Model: model, Dimensions: openai.Int(16), User: openai.String("u-1"),
@@ -124,6 +128,7 @@ func TestOpenAISDK_EmbeddingsDimensions(t *testing.T) {
 }
 
 func TestOpenAISDK_EmbeddingsErrors(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, tc := range []struct {
 		name   string
@@ -164,6 +169,7 @@ type chatOnly struct{ sdk.Adapter }
 // A backend whose adapter cannot embed answers the client 400 in its
 // dialect, naming the model; the other engine still embeds.
 func TestOpenAISDK_EmbeddingsUnsupportedBackend(t *testing.T) {
+	t.Parallel()
 	registerFirstParty()
 	pluginhost.RegisterNative("ollama-chat-only", func() *sdk.Plugin {
 		return sdk.NewAdapter(ollama.Manifest(), chatOnly{ollama.New()})
@@ -178,7 +184,7 @@ plugins:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withPlugins(testutil.PluginSet{Dir: dir, YAML: yaml}, func() {
+	withPlugins(t, testutil.PluginSet{Dir: dir, YAML: yaml}, func() {
 		e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 		in := openai.EmbeddingNewParamsInputUnion{OfString: openai.String("a")}
 		_, err := e.client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: ollamaModel, Input: in})
@@ -202,9 +208,11 @@ plugins:
 // their components, so the bundle must serve them like the separate
 // modules; and checks from the plugin metrics which modules served them.
 func TestOpenAISDK_EmbeddingsPluginSets(t *testing.T) {
+	t.Parallel()
 	for _, ps := range pluginSets(t) {
 		t.Run(ps.name, func(t *testing.T) {
-			withPlugins(ps.set, func() {
+			t.Parallel()
+			withPlugins(t, ps.set, func() {
 				t.Run("String", TestOpenAISDK_EmbeddingsString)
 				t.Run("Array", TestOpenAISDK_EmbeddingsArray)
 				t.Run("Base64", TestOpenAISDK_EmbeddingsBase64)

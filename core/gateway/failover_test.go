@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // Failover: two vLLM-flavoured fakellm backends serve the same model
@@ -83,13 +84,7 @@ func (p *pair) restartB(t *testing.T) {
 // hang on a loaded machine.
 func waitFailover(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 90*time.Second, cond)
 }
 
 // load sends non-streaming chat requests from n goroutines until stop,

@@ -17,6 +17,7 @@ import (
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/sched"
 )
 
@@ -45,12 +46,12 @@ func startSchedFleet(t *testing.T, n int, url string) ([]*fleetGW, *redis.Client
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 store: {driver: mysql, dsn: %q}
-redis: {addr: %q}
+redis: {addr: %q, db: %d}
 scheduler: {slot_lease: %s}
 timeouts: {queue_wait: 60s}
 backends:
   - {name: %s, engine: vllm, url: %q, max_concurrent: %d}
-`, plugins.YAML, db.DSN, rd.Addr, fleetLease, fleetBackend, url, fleetCap)
+`, plugins.YAML, db.DSN, rd.Addr, rd.DB, fleetLease, fleetBackend, url, fleetCap)
 	var out []*fleetGW
 	for i := range n {
 		cfg, err := config.Parse([]byte(y), ".")
@@ -84,7 +85,7 @@ backends:
 		}
 		out = append(out, r)
 	}
-	return out, redis.NewClient(&redis.Options{Addr: rd.Addr})
+	return out, redis.NewClient(&redis.Options{Addr: rd.Addr, DB: rd.DB})
 }
 
 // abandon stops the fleet's loop without giving anything back, as a
@@ -239,11 +240,5 @@ func TestFleet_TwoReplicasShareCapAndWeights(t *testing.T) {
 // waitUntil polls cond every 10 ms for up to d: it detects hangs.
 func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, d, cond)
 }

@@ -115,7 +115,7 @@ plugins: %s
 backends:
   - {name: gpu1-vllm, engine: vllm, url: %q, max_concurrent: 16}
   - {name: gpu2-ollama, engine: ollama, url: %q, max_concurrent: 4}
-%s`, plugins.YAML, vurl, ourl, extraYAML)
+%s`, pluginsFor(t).YAML, vurl, ourl, extraYAML)
 	cfg, err := config.Parse([]byte(y), ".")
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +157,7 @@ func chatParams(model, prompt string) openai.ChatCompletionNewParams {
 }
 
 func TestOpenAISDK_ChatBothEngines(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -209,6 +210,7 @@ func TestOpenAISDK_ChatBothEngines(t *testing.T) {
 }
 
 func TestOpenAISDK_StreamWithoutUsageOption(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, model := range []string{vllmModel, ollamaModel} {
 		stream := e.client.Chat.Completions.NewStreaming(context.Background(), chatParams(model, "hi"))
@@ -224,6 +226,7 @@ func TestOpenAISDK_StreamWithoutUsageOption(t *testing.T) {
 }
 
 func TestOpenAISDK_ToolCallsStreamed(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	tool := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 		Name:        "get_weather",
@@ -263,6 +266,7 @@ func TestOpenAISDK_ToolCallsStreamed(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	page, err := e.client.Models.List(context.Background())
 	if err != nil {
@@ -300,6 +304,7 @@ func rawPost(t *testing.T, url, key, body string) (int, http.Header, map[string]
 }
 
 func TestErrors_OpenAIShape(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "limits: {max_body_bytes: 4096}\n")
 	url := e.base + "/v1/chat/completions"
 	good := `{"model":"` + vllmModel + `","messages":[{"role":"user","content":"hi"}]}`
@@ -342,6 +347,7 @@ func TestErrors_OpenAIShape(t *testing.T) {
 }
 
 func TestBackendDown_502(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	e.vllm.Close() // discovery already saw it healthy; the next request finds it gone
 	status, _, v := rawPost(t, e.base+"/v1/chat/completions", adminKey, `{"model":"`+vllmModel+`","messages":[{"role":"user","content":"hi"}]}`)
@@ -353,6 +359,7 @@ func TestBackendDown_502(t *testing.T) {
 // TestOpenAISDK_BackendErrorRelayed: a backend's error reaches the SDK
 // as its typed error, and a client mistake as a 4xx, through either engine.
 func TestOpenAISDK_BackendErrorRelayed(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{ErrorRate: 1}, fakellm.Config{ErrorRate: 1}, "")
 	for _, model := range []string{vllmModel, ollamaModel} {
 		t.Run(model, func(t *testing.T) {

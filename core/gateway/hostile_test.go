@@ -51,7 +51,7 @@ type hostileOpts struct {
 func startHostile(t *testing.T, o hostileOpts) *hostile {
 	t.Helper()
 	if o.plugins == "" {
-		o.plugins = plugins.YAML
+		o.plugins = pluginsFor(t).YAML
 	}
 	y := fmt.Sprintf("listen: 127.0.0.1:0\nplugins: %s\nbackends:\n%s%s", o.plugins, o.backends, o.extra)
 	cfg, err := config.Parse([]byte(y), ".")
@@ -191,16 +191,7 @@ func metricValue(text, series string) (float64, bool) {
 }
 
 // waitFor polls cond until it holds or d has passed.
-func waitFor(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
+func waitFor(d time.Duration, cond func() bool) bool { return testutil.Poll(d, cond) }
 
 func inFlight(g *Gateway) int64 {
 	n := int64(0)
@@ -773,6 +764,7 @@ func TestUnauthenticatedBodiesNotRead(t *testing.T) {
 // TestExpectContinue: "Expect: 100-continue" gets 100 only with a valid
 // key, and then a normal answer.
 func TestExpectContinue(t *testing.T) {
+	t.Parallel()
 	_, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4), level: slog.LevelWarn})
 	body := chatJSON(vllmModel, false)
@@ -894,6 +886,7 @@ func TestMaxConnections(t *testing.T) {
 // TestNULInModel: a model name with NULs (which once forged routing meta:
 // model qwen3-8b, stream 1) is refused with 400 and never routed.
 func TestNULInModel(t *testing.T) {
+	t.Parallel()
 	fv, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4), level: slog.LevelWarn})
 	for _, model := range []string{`qwen3-8b\u0000stream\u00001`, `qwen3-8b\u0000`, `qwen3-8b\n`} {
@@ -950,7 +943,7 @@ func TestAmplification_TrapLogLines(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var y strings.Builder
-	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", filepath.Join(plugins.Dir, "cache"))
+	fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", plugins.Cache)
 	for _, p := range testutil.Plugins {
 		fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s, mode: trusted}\n", p.Name, p.Kind, filepath.Join(plugins.Dir, p.Name+".wasm"))
 	}
@@ -1043,6 +1036,7 @@ func startErrBackend(t *testing.T) *errBackend {
 // never reaches the client; a structured backend message passes, bounded
 // to 512 bytes; errors.backend_messages: generic replaces even that.
 func TestBackendErrorText(t *testing.T) {
+	t.Parallel()
 	eb := startErrBackend(t)
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", eb.url, 4), level: slog.LevelWarn})
 	url := h.base + "/v1/chat/completions"
@@ -1144,6 +1138,7 @@ func TestProtocol(t *testing.T) {
 // TestMetricsListener: with metrics.listen set, /metrics is served there
 // and not on the API listener.
 func TestMetricsListener(t *testing.T) {
+	t.Parallel()
 	_, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4), extra: cfgMetricsListen, level: slog.LevelWarn})
 	if r := do(http.DefaultClient, "GET", h.base+"/metrics", "", nil); r.status != 404 {
@@ -1164,6 +1159,7 @@ func TestMetricsListener(t *testing.T) {
 // TestMetricsPprof: metrics.pprof serves Go's profiles on the metrics
 // listener behind metrics.key, and never on the API listener.
 func TestMetricsPprof(t *testing.T) {
+	t.Parallel()
 	_, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4),
 		extra: "metrics: {listen: \"127.0.0.1:0\", key: " + metricsKey + ", pprof: true}\n", level: slog.LevelWarn})
@@ -1253,6 +1249,7 @@ func TestRetryAfterOn503And429(t *testing.T) {
 // TestNegativeTemperatureRejected: a sampling parameter out of OpenAI's
 // range is the client's mistake: 400 before any backend is used.
 func TestNegativeTemperatureRejected(t *testing.T) {
+	t.Parallel()
 	fv, vurl := fakeVLLM(t, fakellm.Config{})
 	h := startHostile(t, hostileOpts{backends: backendYAML("v", "vllm", vurl, 4), level: slog.LevelWarn})
 	body := `{"model":"` + vllmModel + `","messages":[{"role":"user","content":"hi"}],"temperature":-1}`

@@ -50,6 +50,7 @@ func imageURLParams(model, url string) openai.ChatCompletionNewParams {
 // client-chosen URLs from inside the cluster. Both plugin paths (separate
 // modules, and the bundle's fused calls) are run by TestOpenAISDK_PluginSets.
 func TestImageURL_Fetched(t *testing.T) {
+	t.Parallel()
 	img, hits := imageServer(t)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
 	for i, model := range []string{ollamaModel, vllmModel} {
@@ -85,6 +86,7 @@ func TestImageURL_Fetched(t *testing.T) {
 // the cloud metadata address; the client gets a 400 in its dialect and
 // the image server is never asked.
 func TestImageURL_SSRFRefused(t *testing.T) {
+	t.Parallel()
 	img, hits := imageServer(t)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	port := img.URL[strings.LastIndex(img.URL, ":"):]

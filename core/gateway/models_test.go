@@ -16,6 +16,7 @@ import (
 // Before, "microsoft/phi-4" was a 404 while the backend served
 // "microsoft/phi-4:latest".
 func TestOllamaLatestName(t *testing.T) {
+	t.Parallel()
 	_, ourl := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{"microsoft/phi-4:latest"}})
 	h := startHostile(t, hostileOpts{backends: backendYAML("o", "ollama", ourl, 4), level: slog.LevelWarn})
 	for _, model := range []string{"microsoft/phi-4", "microsoft/phi-4:latest"} {
@@ -54,6 +55,7 @@ func TestOllamaLatestName(t *testing.T) {
 
 // TestStatus: GET /status answers without a key in the reference's shape.
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	_, ourl := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{"qwen3:8b"}})
 	h := startHostile(t, hostileOpts{backends: backendYAML("o", "ollama", ourl, 4) +
 		backendYAML("dead", "vllm", "http://127.0.0.1:1", 4), level: slog.LevelError})

@@ -26,9 +26,11 @@ import (
 // any backend is called. On every plugin set: the routed (fused and
 // canonical) paths alike.
 func TestNeeds_VisionRouting(t *testing.T) {
+	t.Parallel()
 	for _, ps := range pluginSets(t) {
 		t.Run(ps.name, func(t *testing.T) {
-			withPlugins(ps.set, func() { testNeedsVisionRouting(t) })
+			t.Parallel()
+			withPlugins(t, ps.set, func() { testNeedsVisionRouting(t) })
 		})
 	}
 }

@@ -80,6 +80,7 @@ func chatOnce(t *testing.T, c *api.Client, req api.ChatRequest, stream bool) (ap
 }
 
 func TestOllamaSDK_Chat(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -124,6 +125,7 @@ func TestOllamaSDK_Chat(t *testing.T) {
 // TestOllamaSDK_ChatOptions: options reach the backend in its own words;
 // num_predict caps the answer (done_reason "length").
 func TestOllamaSDK_ChatOptions(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -149,6 +151,7 @@ func TestOllamaSDK_ChatOptions(t *testing.T) {
 }
 
 func TestOllamaSDK_Generate(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -205,6 +208,7 @@ func weatherToolOllama() api.Tool {
 // (the result naming its tool, as Ollama clients do, with no call id)
 // reach each engine tied together.
 func TestOllamaSDK_Tools(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -257,6 +261,7 @@ func TestOllamaSDK_Tools(t *testing.T) {
 const ollamaThinker = "deepseek-r1:8b"
 
 func TestOllamaSDK_Thinking(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{Models: []string{ollamaModel, ollamaThinker}}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaThinker} {
@@ -284,6 +289,7 @@ func TestOllamaSDK_Thinking(t *testing.T) {
 }
 
 func TestOllamaSDK_FormatSchema(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	schema := json.RawMessage(`{"type":"object","properties":{"age":{"type":"integer"},"available":{"type":"boolean"}},"required":["age","available"]}`)
@@ -311,6 +317,7 @@ func TestOllamaSDK_FormatSchema(t *testing.T) {
 }
 
 func TestOllamaSDK_Images(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	png, err := base64.StdEncoding.DecodeString(onePixelPNG)
@@ -338,6 +345,7 @@ func TestOllamaSDK_Images(t *testing.T) {
 }
 
 func TestOllamaSDK_List(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	list, err := c.List(context.Background())
@@ -373,6 +381,7 @@ func TestOllamaSDK_List(t *testing.T) {
 }
 
 func TestOllamaSDK_Show(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -408,6 +417,7 @@ func TestOllamaSDK_Show(t *testing.T) {
 }
 
 func TestOllamaSDK_Version(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	v, err := ollamaClient(t, e).Version(context.Background())
 	if err != nil || v != "0.17.4" {
@@ -418,6 +428,7 @@ func TestOllamaSDK_Version(t *testing.T) {
 // TestOllamaSDK_Errors: the client raises the gateway's errors as
 // api.StatusError with the status and message.
 func TestOllamaSDK_Errors(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	c := ollamaClient(t, e)
 	hi := []api.Message{{Role: "user", Content: "hi"}}
@@ -461,6 +472,7 @@ func TestOllamaSDK_Errors(t *testing.T) {
 // TestOllamaSDK_StreamCut: a backend that drops the stream midway ends the
 // client's stream with an error line, after the lines already sent.
 func TestOllamaSDK_StreamCut(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{DropRate: 1, Tokens: 40}, fakellm.Config{DropRate: 1, Tokens: 40}, "")
 	c := ollamaClient(t, e)
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -482,6 +494,7 @@ func TestOllamaSDK_StreamCut(t *testing.T) {
 // TestOllamaSDK_Embed: /api/embed and the older /api/embeddings through
 // the official client, on both engines.
 func TestOllamaSDK_Embed(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{EmbeddingDim: 16}, fakellm.Config{EmbeddingDim: 16}, "")
 	c := ollamaClient(t, e)
 	ctx := context.Background()

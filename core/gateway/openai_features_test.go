@@ -29,6 +29,7 @@ func weatherTool() openai.ChatCompletionToolUnionParam {
 // TestOpenAISDK_Tools: a non-streamed tool call, then the tool's result
 // sent back, reaches each engine in its own shape and ends in text.
 func TestOpenAISDK_Tools(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -80,6 +81,7 @@ const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mN
 // TestOpenAISDK_Images: an inline image reaches each engine in its own
 // shape (vLLM: an image_url part; Ollama: base64 in images).
 func TestOpenAISDK_Images(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	for _, model := range []string{vllmModel, ollamaModel} {
 		t.Run(model, func(t *testing.T) {

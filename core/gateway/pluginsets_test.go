@@ -66,13 +66,31 @@ func registerFirstParty() {
 	})
 }
 
-// withPlugins runs f with the gateway tests' plugins.yaml (startEnv's) set
-// to ps.
-func withPlugins(ps testutil.PluginSet, f func()) {
-	saved := plugins
-	plugins = ps
-	defer func() { plugins = saved }()
+// withPlugins runs f with the plugin set of t and its subtests (startEnv's
+// and startHostile's plugins.yaml, pluginsFor) set to ps, until t ends:
+// its subtests may be parallel ones, which run after f returns.
+func withPlugins(t *testing.T, ps testutil.PluginSet, f func()) {
+	pluginOverrides.Store(t.Name(), ps)
+	t.Cleanup(func() { pluginOverrides.Delete(t.Name()) })
 	f()
+}
+
+// pluginOverrides maps a test's name to the plugin set withPlugins gave it.
+var pluginOverrides sync.Map
+
+// pluginsFor is the plugin set of t: the one withPlugins gave t or the
+// nearest test above it, else the first-party set (plugins).
+func pluginsFor(t testing.TB) testutil.PluginSet {
+	for name := t.Name(); ; {
+		if ps, ok := pluginOverrides.Load(name); ok {
+			return ps.(testutil.PluginSet)
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return plugins
+		}
+		name = name[:i]
+	}
 }
 
 // TestOpenAISDK_PluginSets runs the OpenAI SDK tests against every way of
@@ -80,9 +98,11 @@ func withPlugins(ps testutil.PluginSet, f func()) {
 // separate modules' canonical path, as WebAssembly and natively; and
 // checks, from the plugin metrics, which path served the requests.
 func TestOpenAISDK_PluginSets(t *testing.T) {
+	t.Parallel()
 	for _, ps := range pluginSets(t) {
 		t.Run(ps.name, func(t *testing.T) {
-			withPlugins(ps.set, func() {
+			t.Parallel()
+			withPlugins(t, ps.set, func() {
 				t.Run("ChatBothEngines", TestOpenAISDK_ChatBothEngines)
 				t.Run("StreamWithoutUsageOption", TestOpenAISDK_StreamWithoutUsageOption)
 				t.Run("ToolCallsStreamed", TestOpenAISDK_ToolCallsStreamed)
@@ -165,8 +185,9 @@ func label(line, name string) string {
 // WebAssembly tax) serves chat like one on .wasm plugins, and says so in
 // its plugin metrics.
 func TestNativePlugins_ServeChat(t *testing.T) {
+	t.Parallel()
 	ps := pluginSets(t)[2]
-	withPlugins(ps.set, func() {
+	withPlugins(t, ps.set, func() {
 		e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 		resp, err := e.client.Chat.Completions.New(context.Background(), chatParams(vllmModel, "Hello from native code"))
 		if err != nil {

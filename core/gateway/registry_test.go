@@ -15,6 +15,7 @@ import (
 // at once; a delete lets the stream in flight on it finish and then its
 // model is gone (404).
 func TestRegistry_AdminRegisterRouteDelete(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "discovery: {interval: 1h}\n")
 	const model = "extra-7b"
 	c, curl := startFake(t, fakellm.Config{Engine: "vllm", Models: []string{model}, TPS: 40, Tokens: 20})

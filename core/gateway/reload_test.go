@@ -44,7 +44,7 @@ plugins:
   - {name: openai, kind: translator, path: %s, mode: trusted, config: %s}
   - {name: vllm, kind: adapter, path: vllm.wasm, mode: trusted}
   - {name: ollama, kind: adapter, path: ollama.wasm, mode: trusted}
-`, filepath.Join(plugins.Dir, "cache"), openaiPath, openaiConfig)
+`, plugins.Cache, openaiPath, openaiConfig)
 		if err := os.WriteFile(yamlPath, []byte(y), 0o644); err != nil {
 			t.Fatal(err)
 		}

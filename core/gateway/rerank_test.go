@@ -12,6 +12,7 @@ import (
 // through a vLLM backend; an Ollama backend, which has neither, is the
 // client's 400 saying so; bad input is an OpenAI-shaped 400.
 func TestOpenAIRaw_RerankScore(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	status, _, v := rawPost(t, e.base+"/v1/rerank", adminKey, `{"model":"`+vllmModel+`","query":"capital of France",
 		"documents":["Paris is the capital of France.","Bananas are yellow.",{"text":"France's capital city is Paris."}],"top_n":2}`)

@@ -20,6 +20,7 @@ import (
 // item), a function call streamed as argument deltas, and an inline
 // image reaching each engine.
 func TestResponsesSDK_ThinkingStreamedToolsImages(t *testing.T) {
+	t.Parallel()
 	const ollamaThinker = "qwen3:8b"
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{Models: []string{ollamaModel, ollamaThinker}}, "")
 	ctx := context.Background()
@@ -128,6 +129,7 @@ func jsonQuoted(t *testing.T, s string) string {
 // failure come back as OpenAI errors the client decodes, with the right
 // status.
 func TestResponsesSDK_Errors(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {

@@ -31,6 +31,7 @@ func respParams(model, input string) responses.ResponseNewParams {
 // through the official client, each engine; the answer is a completed
 // Response with a message item and usage.
 func TestResponsesSDK_Create(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -89,6 +90,7 @@ func TestResponsesSDK_Create(t *testing.T) {
 // function_call_output sent back, then a text answer; the backend sees
 // the call and its result.
 func TestResponsesSDK_FunctionCallRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	tool := responses.ToolParamOfFunction("get_weather", map[string]any{
@@ -150,6 +152,7 @@ func TestResponsesSDK_FunctionCallRoundTrip(t *testing.T) {
 // TestResponsesSDK_Stream: the typed event sequence, in order, with
 // strictly increasing sequence numbers and exactly one terminal event.
 func TestResponsesSDK_Stream(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -244,6 +247,7 @@ func slicesEqual(a, b []string) bool {
 // the first turn into the second (the backend sees the fact); retrieve,
 // input_items, input_tokens and delete; cancel is a clear 400.
 func TestResponsesSDK_ChainingAndStoredState(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -313,6 +317,7 @@ func firstWords(s string) string {
 // TestResponsesSDK_Conversations: create with an item, respond within
 // it, list its items (the input and the answer appended), delete, 404.
 func TestResponsesSDK_Conversations(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
 	ctx := context.Background()
 	for _, model := range []string{vllmModel, ollamaModel} {
@@ -361,6 +366,7 @@ func TestResponsesSDK_Conversations(t *testing.T) {
 // every stored id, never the content; stored state survives a restart
 // of a gateway on the embedded store.
 func TestResponses_OwnershipAndRestart(t *testing.T) {
+	t.Parallel()
 	dsn := filepath.Join(t.TempDir(), "mindrouter.db")
 	y := fmt.Sprintf("store: {driver: sqlite, dsn: %q}\n", dsn)
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, y)

@@ -14,6 +14,7 @@ import (
 // window from discovery, and answers an unknown model 404 and an over-long
 // input 413, in OpenAI's error shape; no backend is called.
 func TestTokenize(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "limits: {tokenize_max_chars: 2048}\n")
 	url := e.base + "/v1/tokenize"
 	backendCalls := func() int64 {

@@ -27,9 +27,11 @@ const (
 // the vision model takes the image. Run on every plugin set: the
 // bundle's fused path and the separate modules' canonical one.
 func TestVision(t *testing.T) {
+	t.Parallel()
 	for _, ps := range pluginSets(t) {
 		t.Run(ps.name, func(t *testing.T) {
-			withPlugins(ps.set, func() { testVision(t) })
+			t.Parallel()
+			withPlugins(t, ps.set, func() { testVision(t) })
 		})
 	}
 }

@@ -35,7 +35,7 @@ func firstParty(t testing.TB) firstPartySet {
 	fpOnce.Do(func() {
 		var ps testutil.PluginSet
 		ps, fpErr = testutil.BuildPlugins()
-		fpSet = firstPartySet{dir: ps.Dir, cache: filepath.Join(ps.Dir, "cache")}
+		fpSet = firstPartySet{dir: ps.Dir, cache: ps.Cache}
 	})
 	if fpErr != nil {
 		t.Fatal(fpErr)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,8 @@ import (
 
 // Test plugins, built once per test binary from plugins/testdata/broken.
 var (
-	testDir   string // temp dir holding the .wasm files and the compilation cache
-	cacheDir  string
+	testDir   string // temp dir holding the .wasm files
+	cacheDir  string // the compilation cache shared by the test binaries (testutil.CompileCache)
 	wasmFiles map[string]string
 )
 
@@ -50,7 +49,9 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(testDir)
 	defer testutil.Cleanup() // the first-party plugins, when a test built them
-	cacheDir = filepath.Join(testDir, "cache")
+	if cacheDir, err = testbuild.CompileCache(); err != nil {
+		return fail(err)
+	}
 	if wasmFiles, err = testbuild.Build(root, testDir, testPlugins); err != nil {
 		return fail(err)
 	}

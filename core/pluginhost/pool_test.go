@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
@@ -40,7 +41,7 @@ func TestPool_Get_Timeout(t *testing.T) {
 		var out Result
 		done <- v.Call(context.Background(), abi.OpErrorEncode, errorInput, &out)
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitFor(t, "the caller waiting for the instance", func() bool { return v.pool.waiting.Load() == 1 })
 	v.pool.put(held, false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -114,11 +115,5 @@ func TestPool_Concurrent(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 20*time.Second, cond)
 }

@@ -30,7 +30,7 @@ func TestRedisDown_Modes(t *testing.T) {
 		{ModeClosed, 0, KindUnavailable},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
-			r := testsvc.StartRedis(t)
+			r := testsvc.StartPrivateRedis(t) // stopped and restarted
 			clk := newClock()
 			var calls atomic.Int64
 			c := redisClient(t, r)

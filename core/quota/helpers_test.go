@@ -39,7 +39,7 @@ func (c *clock) Add(d time.Duration) {
 // redisClient connects to r with short timeouts, as the gateway does.
 func redisClient(t testing.TB, r *testsvc.Redis) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 200 * time.Millisecond,
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: r.DB, DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: 1,
 		DialerRetries: 1})
 	t.Cleanup(func() { _ = c.Close() })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
@@ -54,7 +55,7 @@ func spend(t *testing.T, l *Limiter, p *auth.Principal, n int64) error {
 
 func TestPersist_RoundTripThroughShutdown(t *testing.T) {
 	st, uid := sqliteUser(t)
-	r := testsvc.StartRedis(t)
+	r := testsvc.StartPrivateRedis(t) // restarted
 	clk := newClock()
 	lim := auth.Limits{TokenBudget: 1000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
 	p := principal(uid, lim)
@@ -103,7 +104,7 @@ func TestPersist_RoundTripThroughShutdown(t *testing.T) {
 
 func TestPersist_RedisRestartLosesAtMostSinceLastPersist(t *testing.T) {
 	st, uid := sqliteUser(t)
-	r := testsvc.StartRedis(t)
+	r := testsvc.StartPrivateRedis(t) // restarted
 	clk := newClock()
 	lim := auth.Limits{TokenBudget: 10_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
 	p := principal(uid, lim)
@@ -156,13 +157,7 @@ func TestPersist_RedisRestartLosesAtMostSinceLastPersist(t *testing.T) {
 // eventually polls cond until it holds, failing after a generous bound.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func TestRun_ReturnsLeasesAndPersistsOnItsOwn(t *testing.T) {

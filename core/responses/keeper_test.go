@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
@@ -362,16 +363,10 @@ func TestKeeper_Retention(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.k.Run(ctx); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := e.st.Response(context.Background(), alice.UserID, again, time.Time{}); errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not sweep")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "Run's sweep", 30*time.Second, func() bool {
+		_, err := e.st.Response(context.Background(), alice.UserID, again, time.Time{})
+		return errors.Is(err, store.ErrNotFound)
+	})
 	cancel()
 	<-done
 }

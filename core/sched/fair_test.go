@@ -12,20 +12,14 @@ import (
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // waitFor polls cond (a scheduler state the test cannot be told of) for
 // up to 5 s: it only detects hangs.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, what, 5*time.Second, func() bool { runtime.Gosched(); return cond() })
 }
 
 type admitResult struct {

@@ -17,12 +17,12 @@ import (
 func TestFleet_HeldSlotDoesNotAllocate(t *testing.T) {
 	rd := testsvc.StartRedis(t)
 	for _, record := range []bool{false, true} {
-		t.Run(fmt.Sprint("record=", record), func(t *testing.T) { heldSlotAllocs(t, rd.Addr, record) })
+		t.Run(fmt.Sprint("record=", record), func(t *testing.T) { heldSlotAllocs(t, rd, record) })
 	}
 }
 
-func heldSlotAllocs(t *testing.T, addr string, record bool) {
-	r := startReplica(t, "A", 4, FleetOptions{Redis: redisClient(t, addr), Grace: time.Minute,
+func heldSlotAllocs(t *testing.T, rd *testsvc.Redis, record bool) {
+	r := startReplica(t, "A", 4, FleetOptions{Redis: redisClient(t, rd), Grace: time.Minute,
 		Prefix: fmt.Sprintf("alloc%v:", record)}, FairOptions{Record: record})
 	ctx := context.Background()
 	req := &Request{Model: "m", User: "u"}

@@ -17,7 +17,7 @@ func BenchmarkFleet_Acquire(b *testing.B) {
 	rd := testsvc.StartRedis(b)
 	ctx := context.Background()
 	b.Run("held_slot", func(b *testing.B) {
-		r := startReplica(b, "bh", 16, FleetOptions{Redis: redisClient(b, rd.Addr), Grace: time.Minute, Prefix: "bh:"}, FairOptions{})
+		r := startReplica(b, "bh", 16, FleetOptions{Redis: redisClient(b, rd), Grace: time.Minute, Prefix: "bh:"}, FairOptions{})
 		req := &Request{Model: "m", User: "u"}
 		l, err := r.f.Admit(ctx, req) // the first claims the slot
 		if err != nil {
@@ -39,7 +39,7 @@ func BenchmarkFleet_Acquire(b *testing.B) {
 		}
 	})
 	b.Run("redis_round_trip", func(b *testing.B) {
-		r := startReplica(b, "br", 16, FleetOptions{Redis: redisClient(b, rd.Addr), Grace: time.Minute, Prefix: "br:"}, FairOptions{})
+		r := startReplica(b, "br", 16, FleetOptions{Redis: redisClient(b, rd), Grace: time.Minute, Prefix: "br:"}, FairOptions{})
 		req := &Request{Model: "m", User: "u"}
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -33,8 +33,8 @@ type replica struct {
 	done chan struct{}
 }
 
-func redisClient(t testing.TB, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
+func redisClient(t testing.TB, r *testsvc.Redis) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DB: r.DB, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
 		WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -79,7 +79,7 @@ func slotCount(t testing.TB, c *redis.Client, backend string) int64 {
 // replica's slots in use come back only after their lease expired.
 func TestFleet_AcquireReleaseRenewExpiry(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	c := redisClient(t, rd.Addr)
+	c := redisClient(t, rd)
 	const lease = 900 * time.Millisecond
 	fo := FleetOptions{Redis: c, SlotLease: lease, Grace: 100 * time.Millisecond}
 	a := startReplica(t, "A", 2, fo, FairOptions{MaxWait: 10 * time.Second})
@@ -137,7 +137,7 @@ func TestFleet_CapAcrossReplicas(t *testing.T) {
 	const capacity, replicas, clients, rounds = 4, 3, 8, 25
 	var rs []*replica
 	for i := range replicas {
-		fo := FleetOptions{Redis: redisClient(t, rd.Addr), Grace: 20 * time.Millisecond}
+		fo := FleetOptions{Redis: redisClient(t, rd), Grace: 20 * time.Millisecond}
 		rs = append(rs, startReplica(t, fmt.Sprint("r", i), capacity, fo, FairOptions{MaxWait: 30 * time.Second}))
 	}
 	var inUse, peak, served atomic.Int64
@@ -182,7 +182,7 @@ func TestFleet_CapAcrossReplicas(t *testing.T) {
 // waiter has the lower fleet-wide key: the light user, not the heavy one.
 func TestFleet_FreedSlotGoesToLowestBid(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	c := redisClient(t, rd.Addr)
+	c := redisClient(t, rd)
 	fo := FleetOptions{Redis: c, Grace: time.Minute}
 	x := startReplica(t, "X", 1, fo, FairOptions{MaxWait: 30 * time.Second})
 	heavy := startReplica(t, "H", 1, fo, FairOptions{MaxWait: 30 * time.Second})
@@ -240,7 +240,7 @@ func fleetShares(t *testing.T, dur time.Duration) {
 	rd := testsvc.StartRedis(t)
 	const capacity, clients, warmup, total = 4, 8, 100, 700
 	mk := func(name string) *replica {
-		fo := FleetOptions{Redis: redisClient(t, rd.Addr)}
+		fo := FleetOptions{Redis: redisClient(t, rd)}
 		return startReplica(t, name, capacity, fo, FairOptions{MaxWait: 30 * time.Second})
 	}
 	r1, r2 := mk("r1"), mk("r2")
@@ -292,9 +292,9 @@ func fleetShares(t *testing.T, dur time.Duration) {
 // replicas (here 4/2 = 2): no error but busy when its share is taken, no
 // hang; when Redis is back the slots in use are leased again.
 func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
-	rd := testsvc.StartRedis(t)
+	rd := testsvc.StartPrivateRedis(t) // stopped and restarted
 	fo := func() FleetOptions {
-		return FleetOptions{Redis: redisClient(t, rd.Addr), SlotLease: 3 * time.Second, Grace: 50 * time.Millisecond}
+		return FleetOptions{Redis: redisClient(t, rd), SlotLease: 3 * time.Second, Grace: 50 * time.Millisecond}
 	}
 	r1 := startReplica(t, "r1", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond, Record: true})
 	r2 := startReplica(t, "r2", 4, fo(), FairOptions{MaxWait: 300 * time.Millisecond, Record: true})
@@ -339,7 +339,7 @@ func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
 		apiErr(t, err, 503, "backend_busy")
 	}
 	rd.Restart()
-	c := redisClient(t, rd.Addr)
+	c := redisClient(t, rd)
 	waitFor(t, "both replicas back on redis", func() bool { return !r1.fl.Stats().Down && !r2.fl.Stats().Down })
 	if n := slotCount(t, c, "a"); n != 4 {
 		t.Fatalf("%d slots leased after the outage, want the 4 in use", n)
@@ -360,7 +360,7 @@ func TestFleet_RedisDownDegradesAndRecovers(t *testing.T) {
 // pool never holds more than max_concurrent.
 func TestFleet_LostLeases(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	c := redisClient(t, rd.Addr)
+	c := redisClient(t, rd)
 	fo := FleetOptions{Redis: c, SlotLease: 1500 * time.Millisecond, Grace: time.Minute}
 	a := startReplica(t, "A", 2, fo, FairOptions{MaxWait: 10 * time.Second})
 	ctx := context.Background()
@@ -422,8 +422,8 @@ func TestFleet_LostLeases(t *testing.T) {
 func TestFleet_NoStarvationAcrossReplicas(t *testing.T) {
 	rd := testsvc.StartRedis(t)
 	o := FairOptions{MaxWait: 30 * time.Second, StarvationAfter: 300 * time.Millisecond}
-	r1 := startReplica(t, "r1", 2, FleetOptions{Redis: redisClient(t, rd.Addr)}, o)
-	r2 := startReplica(t, "r2", 2, FleetOptions{Redis: redisClient(t, rd.Addr)}, o)
+	r1 := startReplica(t, "r1", 2, FleetOptions{Redis: redisClient(t, rd)}, o)
+	r2 := startReplica(t, "r2", 2, FleetOptions{Redis: redisClient(t, rd)}, o)
 	r2.fl.charge("starved", 1e12) // would not catch up for many half-lives
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -464,7 +464,7 @@ func TestFleet_NoStarvationAcrossReplicas(t *testing.T) {
 // ("held", no wait), with the user's fleet-wide key before its cost.
 func TestFleet_RecordsDecision(t *testing.T) {
 	rd := testsvc.StartRedis(t)
-	r := startReplica(t, "A", 1, FleetOptions{Redis: redisClient(t, rd.Addr), Grace: time.Minute}, FairOptions{Record: true, MaxWait: 10 * time.Second})
+	r := startReplica(t, "A", 1, FleetOptions{Redis: redisClient(t, rd), Grace: time.Minute}, FairOptions{Record: true, MaxWait: 10 * time.Second})
 	ctx := context.Background()
 	admit := func() *Decision {
 		t.Helper()

@@ -196,7 +196,7 @@ func TestLeastLoaded_CancelWhileWaiting(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, "the request waiting for the slot", func() bool { return bs[0].Waiting() == 1 })
 	start := time.Now()
 	cancel()
 	select {

@@ -1,14 +1,12 @@
 //go:build !race
 
-// The wasm parity test builds ./wasm and runs it in wazero; under the race
+// The wasm parity test runs the .wasm build (wasmtest) in wazero; under the race
 // detector wazero compiles about ten times slower, so it runs in the
 // non-race pass of `make test`.
 
 package bundle
 
 import (
-	"bytes"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -20,33 +18,13 @@ import (
 // TestWasm_MatchesNative runs fused and unfused ops through the bundle's
 // .wasm and the native bundle and requires identical result areas.
 func TestWasm_MatchesNative(t *testing.T) {
-	w := wasmtest.Load(t, "bundle", func(level int32, msg []byte) { t.Logf("plugin log %d: %s", level, msg) })
-	if v := w.ABIVersion(t); v != abi.Version {
-		t.Fatalf("abi version %#x", v)
-	}
-	ir := parse(t, w.Init(t))
-	var m sdk.Manifest
-	if err := json.Unmarshal(ir.Payload, &m); err != nil || ir.Status != abi.StatusOK {
-		t.Fatalf("init: %v %s %s", err, ir.Status, ir.Error)
-	}
+	w, m := wasmtest.LoadPlugin(t, "bundle", func(level int32, msg []byte) { t.Logf("plugin log %d: %s", level, msg) })
 	if m.Kind != sdk.KindBundle || m.Name != Name || len(m.Components) != 6 || m.Components[VLLM].Name != "vllm" ||
 		m.Components[VLLM].Framing != sdk.FramingSSE || m.Components[Ollama].Kind != sdk.KindAdapter {
-		t.Fatalf("manifest %s", ir.Payload)
+		t.Fatalf("manifest %+v", m)
 	}
-
-	native := New()
-	n := 0
-	check := func(name string, op abi.Op, in []byte) res {
-		t.Helper()
-		want := parse(t, native.Call(op, in))
-		got := parse(t, w.Call(t, op, in))
-		if got.Status != want.Status || got.Error != want.Error || got.Flags != want.Flags || !bytes.Equal(got.State, want.State) ||
-			!bytes.Equal(got.Payload, want.Payload) || metaString(got.Meta) != metaString(want.Meta) {
-			t.Errorf("%s: wasm %s %q %s\nnative %s %q %s", name, got.Status, got.Error, got.Payload, want.Status, want.Error, want.Payload)
-		}
-		n++
-		return want
-	}
+	par := wasmtest.NewParity(t, w, New())
+	check := par.Check
 	reqMeta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "8192")...)
 	for _, f := range []string{"openai/testdata/requests/tools.req.json", "openai/testdata/requests/multimodal.req.json", "vllm/testdata/requests/json_schema.json"} {
 		body := read(t, filepath.Join("..", f))
@@ -90,5 +68,5 @@ func TestWasm_MatchesNative(t *testing.T) {
 	check("wrong kind", abi.OpFusedStream, input(VLLM, OpenAI, 0, nil, nil, nil))
 	check("out of range", abi.OpRequestEncode, input(0, 9, 0, nil, nil, []byte("{}")))
 	check("corrupt fused state", abi.OpFusedStream, input(OpenAI, VLLM, 0, []byte{9, 9, 9}, smeta, nil))
-	t.Logf("%d calls matched", n)
+	t.Logf("%d calls matched", par.Calls())
 }

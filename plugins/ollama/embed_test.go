@@ -1,10 +1,7 @@
 package ollama
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,138 +10,19 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
 var embedUpdate = flag.Bool("embed-update", false, "rewrite the embedding golden outputs in testdata/embed")
 
 func newEmbedPlugin() *sdk.Plugin { return sdk.NewAdapter(Manifest(), New()) }
 
-// embedCall runs one embedding op through the SDK dispatcher as the host
-// does.
-func embedCall(t testing.TB, p *sdk.Plugin, op abi.Op, payload []byte) (abi.Status, map[string]string, []byte, string) {
-	t.Helper()
-	in := make([]byte, abi.HeaderSize)
-	abi.PutHeader(in, abi.Header{PayloadLen: uint32(len(payload))})
-	r, err := abi.ParseResult(p.Call(op, append(in, payload...)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := map[string]string{}
-	for m := r.Meta; len(m) > 0; {
-		k, v, rest, err := abi.NextMeta(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta[string(k)] = string(v)
-		m = rest
-	}
-	return r.Status, meta, bytes.Clone(r.Payload), string(r.Error)
-}
-
-func embedGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *embedUpdate {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, got, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(buf.Bytes(), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, got)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("%s differs:\ngot  %s\nwant %s", path, got, want)
-	}
-}
-
 func TestEmbedGolden(t *testing.T) {
-	p := newEmbedPlugin()
-	dir := filepath.Join("testdata", "embed")
-	reqs, _ := filepath.Glob(filepath.Join(dir, "*.req.canon.json"))
-	resps, _ := filepath.Glob(filepath.Join(dir, "*.resp.ollama.json"))
-	n := 0
-	for _, f := range reqs {
-		n++
-		name := strings.TrimSuffix(filepath.Base(f), ".req.canon.json")
-		t.Run("encode/"+name, func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, meta, out, msg := embedCall(t, p, abi.OpEmbedRequestEncode, b)
-			if st != abi.StatusOK {
-				t.Fatalf("%s: %s", st, msg)
-			}
-			if meta[abi.MetaPath] != embedPath || meta[abi.MetaMethod] != "POST" || meta[abi.MetaContentType] != "application/json" {
-				t.Errorf("meta %v", meta)
-			}
-			embedGolden(t, filepath.Join(dir, name+".req.ollama.json"), out)
-		})
-	}
-	if n < 2 || len(resps) < 2 {
-		t.Fatalf("golden files missing in %s", dir)
-	}
-	for _, f := range resps {
-		name := strings.TrimSuffix(filepath.Base(f), ".resp.ollama.json")
-		t.Run("decode/"+name, func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, meta, out, msg := embedCall(t, p, abi.OpEmbedResponseDecode, b)
-			if st != abi.StatusOK {
-				t.Fatalf("%s: %s", st, msg)
-			}
-			var resp canon.EmbeddingResponse
-			if err := resp.DecodeJSON(out); err != nil {
-				t.Fatal(err)
-			}
-			if pt, ok := meta[abi.MetaPromptTokens]; ok != (resp.Usage != nil) || ok && pt == "" {
-				t.Errorf("prompt tokens meta %v for usage %+v", meta, resp.Usage)
-			}
-			embedGolden(t, filepath.Join(dir, name+".resp.canon.json"), out)
-		})
-	}
+	sdktest.AdapterEmbedGolden(t, newEmbedPlugin(), filepath.Join("testdata", "embed"), "ollama", embedPath, *embedUpdate)
 }
 
 func FuzzDecodeEmbeddingResponse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "embed", "*.resp.ollama.json"))
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	for _, s := range embedFuzzSeeds {
-		f.Add([]byte(s))
-	}
-	p := newEmbedPlugin()
-	f.Fuzz(func(t *testing.T, body []byte) {
-		st, _, out, msg := embedCall(t, p, abi.OpEmbedResponseDecode, body)
-		switch st {
-		case abi.StatusOK:
-			var resp canon.EmbeddingResponse
-			if err := resp.DecodeJSON(out); err != nil {
-				t.Fatalf("canonical output does not decode: %v\n%s", err, out)
-			}
-		case abi.StatusBadInput:
-		default:
-			t.Fatalf("status %s: %s", st, msg)
-		}
-	})
+	sdktest.FuzzAdapterEmbedResponse(f, newEmbedPlugin(), filepath.Join("testdata", "embed"), "ollama", embedFuzzSeeds...)
 }
 
 const embedPath = pathEmbed
@@ -164,7 +42,7 @@ func TestEmbedResponseErrors(t *testing.T) {
 		{`{"embeddings":[[1,"x"]]}`, "embeddings[0][1] is not a number"},
 		{`{"embeddings":`, "not valid JSON"},
 	} {
-		st, _, _, msg := embedCall(t, p, abi.OpEmbedResponseDecode, []byte(tc.body))
+		st, _, _, msg := sdktest.EmbedCall(t, p, abi.OpEmbedResponseDecode, []byte(tc.body), nil)
 		if st != abi.StatusBadInput || !strings.Contains(msg, tc.msg) {
 			t.Errorf("%s: %s %q, want %q", tc.body, st, msg, tc.msg)
 		}

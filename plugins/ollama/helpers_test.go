@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -131,17 +130,11 @@ func readFile(t testing.TB, name string) []byte {
 	return b
 }
 
-// testFiles lists testdata/dir files with the suffix, without it.
+// testFiles lists testdata/dir files with the suffix, without it
+// (sdktest.TestdataFiles).
 func testFiles(t testing.TB, dir, suffix string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+suffix))
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no testdata/%s/*%s files (%v)", dir, suffix, err)
-	}
-	for i := range m {
-		m[i] = strings.TrimSuffix(filepath.Base(m[i]), suffix)
-	}
-	return m
+	return sdktest.TestdataFiles(t, dir, suffix)
 }
 
 // chunksJSON renders a decoded chunk list as one JSON array.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk"
@@ -47,29 +46,6 @@ func call(t testing.TB, p *sdk.Plugin, op abi.Op, flags uint32, state, payload [
 	return result{Status: r.Status, Flags: r.Flags, State: r.State, Meta: r.Meta, Payload: r.Payload, Error: r.Error}
 }
 
-// copyResult copies a raw result (the wasm parity test's, which sdktest
-// does not drive).
-func copyResult(t testing.TB, r abi.Result) result {
-	t.Helper()
-	res := result{
-		Status:  r.Status,
-		Flags:   r.Flags,
-		State:   bytes.Clone(r.State),
-		Payload: bytes.Clone(r.Payload),
-		Error:   string(r.Error),
-		Meta:    map[string]string{},
-	}
-	for m := r.Meta; len(m) > 0; {
-		k, v, rest, err := abi.NextMeta(m)
-		if err != nil {
-			t.Fatalf("result meta: %v", err)
-		}
-		res.Meta[string(k)] = string(v)
-		m = rest
-	}
-	return res
-}
-
 // decode runs request_decode on body for route and returns the canonical
 // request.
 func decode(t testing.TB, route, body string) (canon.ChatRequest, result) {
@@ -84,14 +60,8 @@ func decode(t testing.TB, route, body string) (canon.ChatRequest, result) {
 	return req, r
 }
 
-// chunkList encodes chunks as an ABI item list of canonical JSON.
-func chunkList(chunks []canon.ChatChunk) []byte {
-	var list []byte
-	for _, it := range sdktest.Chunks(chunks...) {
-		list = abi.AppendItem(list, it)
-	}
-	return list
-}
+// chunkList encodes chunks as an ABI item list (sdktest.ChunkList).
+func chunkList(chunks []canon.ChatChunk) []byte { return sdktest.ChunkList(chunks) }
 
 // gwMeta is the meta the gateway passes to response and stream encode.
 var gwMeta = []string{abi.MetaID, "chatcmpl-gw1", abi.MetaModel, "llama3.2:3b", abi.MetaCreated, "1764528000"}
@@ -100,25 +70,10 @@ func routeMeta(route string) []string {
 	return append([]string{abi.MetaRoute, route, abi.MetaKind, "chat"}, gwMeta...)
 }
 
-// runStream sends chunks split into calls at the given cut points (indexes
-// into chunks, ascending) through sdktest.Stream; the last call carries
-// FlagEnd. With endAlone the trailer comes in a separate call with no
-// chunks.
+// runStream is sdktest.StreamCuts: chunks cut into calls at cuts.
 func runStream(t testing.TB, p *sdk.Plugin, meta []string, chunks []canon.ChatChunk, cuts []int, endAlone bool) []byte {
 	t.Helper()
-	var batches [][][]byte
-	bounds := append(append([]int{0}, cuts...), len(chunks))
-	for i := 0; i+1 < len(bounds); i++ {
-		batches = append(batches, sdktest.Chunks(chunks[bounds[i]:bounds[i+1]]...))
-	}
-	if endAlone {
-		batches = append(batches, nil)
-	}
-	s := sdktest.New(t, p).Stream(abi.OpStreamEncode, batches, sdktest.NoDefaults(), sdktest.Meta(meta...))
-	if !s.OK() {
-		t.Fatalf("stream encode: %s: %s", s.Status, s.Error)
-	}
-	return s.Out
+	return sdktest.StreamCuts(t, p, meta, chunks, cuts, endAlone)
 }
 
 // ndjson splits NDJSON output into lines, checking each is one JSON object.
@@ -147,31 +102,16 @@ func golden(t *testing.T, name string, got []byte) {
 	sdktest.Golden(t, filepath.Join("testdata", name), got)
 }
 
-// goldenJSON compares JSON documents semantically (key order and spacing
-// ignored: got is put in encoding/json's order, which is the order the
-// golden files are written in) through sdktest.Golden.
+// goldenJSON compares JSON documents as values with testdata/name
+// (sdktest.GoldenJSON).
 func goldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	var g any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: output is not JSON: %v\n%s", name, err, got)
-	}
-	b, err := json.Marshal(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sdktest.Golden(t, filepath.Join("testdata", name), b)
+	sdktest.GoldenJSON(t, filepath.Join("testdata", name), got)
 }
 
-// testFiles lists testdata/dir/*suffix, sorted, without the suffix.
+// testFiles lists testdata/dir/*suffix without the suffix
+// (sdktest.TestdataFiles).
 func testFiles(t testing.TB, dir, suffix string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join("testdata", dir, "*"+suffix))
-	if err != nil || len(m) == 0 {
-		t.Fatalf("no testdata/%s/*%s: %v", dir, suffix, err)
-	}
-	for i := range m {
-		m[i] = strings.TrimSuffix(filepath.Base(m[i]), suffix)
-	}
-	return m
+	return sdktest.TestdataFiles(t, dir, suffix)
 }

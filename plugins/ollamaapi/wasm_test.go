@@ -1,71 +1,39 @@
 //go:build !race
 
-// The wasm parity tests build ./wasm and run it in wazero; under the race
+// The wasm parity tests run the .wasm build (wasmtest) in wazero; under the race
 // detector wazero compiles about ten times slower, so they run in the
 // non-race pass of `make test`.
 
 package ollamaapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
-// wasmPlugin runs the built .wasm through the ABI exports.
-type wasmPlugin struct {
-	t testing.TB
-	m *wasmtest.Module
-}
-
-func loadWasm(t testing.TB) *wasmPlugin {
+// loadWasm is the .wasm build (wasmtest.LoadPlugin), checked to be this
+// translator.
+func loadWasm(t testing.TB) *wasmtest.Module {
 	t.Helper()
-	w := &wasmPlugin{t: t, m: wasmtest.Load(t, "ollamaapi", nil)}
-	if v := w.m.ABIVersion(t); v != abi.Version {
-		t.Fatalf("abi version %v", v)
-	}
-	res := w.parse(w.m.Init(t))
-	var m struct {
-		Name   string `json:"name"`
-		Kind   string `json:"kind"`
-		State  int    `json:"state_version"`
-		Routes []struct {
-			Name string `json:"name"`
-		} `json:"routes"`
-	}
-	if err := json.Unmarshal(res.Payload, &m); err != nil || m.Name != "ollama-api" || m.Kind != "translator" ||
-		m.State != stateVersion || len(m.Routes) != 8 {
-		t.Fatalf("manifest %s: %v", res.Payload, err)
+	w, m := wasmtest.LoadPlugin(t, "ollamaapi", nil)
+	if m.Name != "ollama-api" || m.Kind != sdk.KindTranslator || m.StateVersion != stateVersion || len(m.Routes) != 8 {
+		t.Fatalf("manifest %+v", m)
 	}
 	return w
-}
-
-func (w *wasmPlugin) parse(area []byte) abi.Result {
-	r, err := abi.ParseResult(bytes.Clone(area))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return r
 }
 
 // TestWasm_MatchesNative runs the golden inputs of every op through the
 // .wasm and the native plugin and requires identical results.
 func TestWasm_MatchesNative(t *testing.T) {
-	w := loadWasm(t)
-	native := newPlugin()
-	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
+	par := wasmtest.NewParity(t, loadWasm(t), newPlugin())
+	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) abi.Result {
 		t.Helper()
-		want := call(t, native, op, flags, state, payload, meta...)
-		got := copyResult(t, w.parse(w.m.Call(t, op, input(flags, state, payload, meta...))))
-		if got.Status != want.Status || !bytes.Equal(got.Payload, want.Payload) || got.Error != want.Error ||
-			got.Flags != want.Flags || !bytes.Equal(got.State, want.State) {
-			t.Errorf("%s: wasm %s %s %q, native %s %s %q", name, got.Status, got.Payload, got.Error, want.Status, want.Payload, want.Error)
-		}
+		want := par.Check(name, op, input(flags, state, payload, meta...))
 		if bad := name == "bad request" || name == "corrupt state"; (want.Status == abi.StatusOK) == bad {
 			t.Errorf("%s: native %s %q", name, want.Status, want.Error)
 		}

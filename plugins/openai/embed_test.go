@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -9,43 +8,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
+	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
 var embedUpdate = flag.Bool("embed-update", false, "rewrite the embedding golden outputs in testdata/embeddings")
-
-// embedCall runs one embedding op through the SDK dispatcher as the host
-// does; meta comes as a JSON object of strings.
-func embedCall(t testing.TB, p *sdk.Plugin, op abi.Op, payload []byte, meta map[string]string) (abi.Status, map[string]string, []byte, string) {
-	t.Helper()
-	var m []byte
-	for k, v := range meta {
-		m = abi.AppendMeta(m, k, v)
-	}
-	in := make([]byte, abi.HeaderSize)
-	abi.PutHeader(in, abi.Header{MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
-	in = append(append(in, m...), payload...)
-	r, err := abi.ParseResult(p.Call(op, in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for mm := r.Meta; len(mm) > 0; {
-		k, v, rest, err := abi.NextMeta(mm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[string(k)] = string(v)
-		mm = rest
-	}
-	return r.Status, out, bytes.Clone(r.Payload), string(r.Error)
-}
 
 func readJSON(t *testing.T, path string) []byte {
 	t.Helper()
@@ -56,34 +28,12 @@ func readJSON(t *testing.T, path string) []byte {
 	return b
 }
 
-// sameJSON compares two JSON documents as values.
-func sameJSON(t *testing.T, got, want []byte) bool {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, got)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("golden is not JSON: %v", err)
-	}
-	return reflect.DeepEqual(g, w)
-}
+// embedCall is sdktest.EmbedCall.
+var embedCall = sdktest.EmbedCall
 
 func embedGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *embedUpdate {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, got, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(buf.Bytes(), '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if want := readJSON(t, path); !sameJSON(t, got, want) {
-		t.Errorf("%s differs:\ngot  %s\nwant %s", path, got, want)
-	}
+	sdktest.JSONGolden(t, path, got, *embedUpdate)
 }
 
 func TestEmbedGolden(t *testing.T) {

@@ -1,14 +1,12 @@
 //go:build !race
 
-// The wasm parity tests build ./wasm and run it in wazero; under the race
+// The wasm parity tests run the .wasm build (wasmtest) in wazero; under the race
 // detector wazero compiles about ten times slower, so they run in the
 // non-race pass of `make test`.
 
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,64 +17,24 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// wasmPlugin runs the built .wasm through the ABI exports.
-type wasmPlugin struct {
-	t testing.TB
-	m *wasmtest.Module
-}
-
-func loadWasm(t testing.TB) *wasmPlugin {
+// loadWasm is the .wasm build (wasmtest.LoadPlugin), checked to be this
+// translator.
+func loadWasm(t testing.TB) *wasmtest.Module {
 	t.Helper()
-	w := &wasmPlugin{t: t, m: wasmtest.Load(t, "openai", nil)}
-	if v := w.m.ABIVersion(t); v != abi.Version {
-		t.Fatalf("abi version %v", v)
-	}
-	res := w.parse(w.m.Init(t))
-	var m struct {
-		Name  string `json:"name"`
-		Kind  string `json:"kind"`
-		State int    `json:"state_version"`
-	}
-	if err := json.Unmarshal(res.Payload, &m); err != nil || m.Name != "openai" || m.Kind != "translator" || m.State != 1 {
-		t.Fatalf("manifest %s: %v", res.Payload, err)
+	w, m := wasmtest.LoadPlugin(t, "openai", nil)
+	if m.Name != "openai" || m.Kind != sdk.KindTranslator || m.StateVersion != 1 {
+		t.Fatalf("manifest %+v", m)
 	}
 	return w
-}
-
-// raw runs op on in; the result is a copy.
-func (w *wasmPlugin) raw(op abi.Op, in []byte) abi.Result {
-	return w.parse(w.m.Call(w.t, op, in))
-}
-
-func (w *wasmPlugin) parse(area []byte) abi.Result {
-	r, err := abi.ParseResult(bytes.Clone(area))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return r
 }
 
 // TestWasm_MatchesNative runs the golden inputs through the .wasm and the
 // native plugin and requires identical results.
 func TestWasm_MatchesNative(t *testing.T) {
-	w := loadWasm(t)
-	native := newPlugin()
-	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) result {
+	par := wasmtest.NewParity(t, loadWasm(t), newPlugin())
+	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) abi.Result {
 		t.Helper()
-		want := call(t, native, op, flags, state, payload, meta...)
-		var m []byte
-		for i := 0; i+1 < len(meta); i += 2 {
-			m = abi.AppendMeta(m, meta[i], meta[i+1])
-		}
-		in := make([]byte, abi.HeaderSize)
-		abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
-		in = append(append(append(in, state...), m...), payload...)
-		got := w.raw(op, in)
-		if got.Status != want.Status || !bytes.Equal(got.Payload, want.Payload) || string(got.Error) != want.Error ||
-			got.Flags != want.Flags || !bytes.Equal(got.State, want.State) {
-			t.Errorf("%s: wasm %s %s %q, native %s %s %q", name, got.Status, got.Payload, got.Error, want.Status, want.Payload, want.Error)
-		}
-		return want
+		return par.Check(name, op, wasmtest.Input(flags, state, payload, meta...))
 	}
 	for _, name := range testFiles(t, "requests", ".req.json") {
 		body, _ := os.ReadFile(filepath.Join("testdata", "requests", name+".req.json"))
@@ -126,7 +84,7 @@ func BenchmarkWasm(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := w.raw(tc.op, tc.in); r.Status != abi.StatusOK {
+				if r := w.Result(b, tc.op, tc.in); r.Status != abi.StatusOK {
 					b.Fatal(r.Status, string(r.Error))
 				}
 			}

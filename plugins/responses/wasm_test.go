@@ -1,14 +1,12 @@
 //go:build !race
 
-// The wasm parity tests build ./wasm and run it in wazero; under the race
+// The wasm parity tests run the .wasm build (wasmtest) in wazero; under the race
 // detector wazero compiles about ten times slower, so they run in the
 // non-race pass of `make test`.
 
 package responses
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
@@ -18,74 +16,28 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/sdktest"
 )
 
-// wasmPlugin runs the built .wasm through the ABI exports.
-type wasmPlugin struct {
-	t testing.TB
-	m *wasmtest.Module
-}
-
-func loadWasm(t testing.TB) *wasmPlugin {
+// loadWasm is the .wasm build (wasmtest.LoadPlugin), checked to be this
+// translator.
+func loadWasm(t testing.TB) *wasmtest.Module {
 	t.Helper()
-	w := &wasmPlugin{t: t, m: wasmtest.Load(t, "responses", nil)}
-	if v := w.m.ABIVersion(t); v != abi.Version {
-		t.Fatalf("abi version %v", v)
-	}
-	res := w.parse(w.m.Init(t))
-	var m sdk.Manifest
-	if err := json.Unmarshal(res.Payload, &m); err != nil || m.Name != Name || m.Kind != sdk.KindTranslator ||
-		m.StateVersion != stateVersion || len(m.Routes) != 2 || m.Routes[0].Kind != sdk.EndpointResponses {
-		t.Fatalf("manifest %s: %v", res.Payload, err)
+	w, m := wasmtest.LoadPlugin(t, "responses", nil)
+	if m.Name != Name || m.Kind != sdk.KindTranslator || m.StateVersion != stateVersion || len(m.Routes) != 2 ||
+		m.Routes[0].Kind != sdk.EndpointResponses {
+		t.Fatalf("manifest %+v", m)
 	}
 	return w
 }
 
-func (w *wasmPlugin) parse(area []byte) abi.Result {
-	r, err := abi.ParseResult(bytes.Clone(area))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return r
-}
-
-// call runs op in the .wasm with the input laid out as the host does.
-func (w *wasmPlugin) call(op abi.Op, flags uint32, state, payload []byte, meta ...string) abi.Result {
-	var m []byte
-	for i := 0; i+1 < len(meta); i += 2 {
-		m = abi.AppendMeta(m, meta[i], meta[i+1])
-	}
-	in := make([]byte, abi.HeaderSize)
-	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(m)), PayloadLen: uint32(len(payload))})
-	in = append(append(append(in, state...), m...), payload...)
-	return w.parse(w.m.Call(w.t, op, in))
-}
-
-func chunkList(chunks []canon.ChatChunk) []byte {
-	var list []byte
-	for _, it := range sdktest.Chunks(chunks...) {
-		list = abi.AppendItem(list, it)
-	}
-	return list
-}
+func chunkList(chunks []canon.ChatChunk) []byte { return sdktest.ChunkList(chunks) }
 
 // TestWasm_MatchesNative runs the decode, response, stream, error and
 // count inputs of the native tests through the .wasm and the native
 // plugin and requires identical results.
 func TestWasm_MatchesNative(t *testing.T) {
-	w := loadWasm(t)
-	h := newHarness(t)
-	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) sdktest.Result {
+	par := wasmtest.NewParity(t, loadWasm(t), newPlugin())
+	check := func(name string, op abi.Op, flags uint32, state, payload []byte, meta ...string) abi.Result {
 		t.Helper()
-		want := h.Call(op, sdktest.NoDefaults(), sdktest.Flags(flags), sdktest.State(state), sdktest.Payload(payload), sdktest.Meta(meta...))
-		got := w.call(op, flags, state, payload, meta...)
-		wantState := want.State
-		if want.Flags&abi.ResultStateKeep != 0 {
-			wantState = nil
-		}
-		if got.Status != want.Status || !bytes.Equal(got.Payload, want.Payload) || string(got.Error) != want.Error ||
-			got.Flags != want.Flags || !bytes.Equal(got.State, wantState) || !bytes.Equal(got.Meta, want.RawMeta) {
-			t.Errorf("%s: wasm %s %q %q, native %s %q %q", name, got.Status, got.Payload, got.Error, want.Status, want.Payload, want.Error)
-		}
-		return want
+		return par.Check(name, op, wasmtest.Input(flags, state, payload, meta...))
 	}
 	for _, body := range []string{
 		`{"model":"m","instructions":"s","input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]},{"type":"reasoning","summary":[{"type":"summary_text","text":"r"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":"auto","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"reasoning":{"effort":"low"},"max_output_tokens":5,"stream":true,"temperature":0.2}`,
@@ -133,7 +85,7 @@ func BenchmarkWasm(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(state)))
 			for b.Loop() {
-				if r := w.call(abi.OpStreamEncode, 0, state, in, gwMeta...); r.Status != abi.StatusOK {
+				if r := w.Result(b, abi.OpStreamEncode, wasmtest.Input(0, state, in, gwMeta...)); r.Status != abi.StatusOK {
 					b.Fatal(r.Status, string(r.Error))
 				}
 			}

@@ -1,50 +1,32 @@
 //go:build !race
 
-// The wasm parity tests build ./wasm and run it in wazero; under the race
+// The wasm parity tests run the .wasm build (wasmtest) in wazero; under the race
 // detector wazero compiles about ten times slower, so they run in the
 // non-race pass of `make test`.
 
 package vllm
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
+	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// wasmPlugin is the .wasm build driven through the ABI exports, as the
-// gateway drives it.
-type wasmPlugin struct {
-	m *wasmtest.Module
-}
-
-func loadWasm(t testing.TB) *wasmPlugin {
+// loadWasm is the .wasm build (wasmtest.LoadPlugin), checked to be this
+// adapter; its log lines go to the test log.
+func loadWasm(t testing.TB) *wasmtest.Module {
 	t.Helper()
-	w := &wasmPlugin{m: wasmtest.Load(t, "vllm", func(level int32, b []byte) {
+	w, m := wasmtest.LoadPlugin(t, "vllm", func(level int32, b []byte) {
 		t.Logf("plugin log %d: %s", level, b)
-	})}
-	r := w.read(t, w.m.Init(t))
-	if r.Status != abi.StatusOK || !bytes.Contains(r.Payload, []byte(`"name":"vllm"`)) {
-		t.Fatalf("init: %s %s %s", r.Status, r.Error, r.Payload)
+	})
+	if m.Name != "vllm" || m.Kind != sdk.KindAdapter {
+		t.Fatalf("manifest %+v", m)
 	}
 	return w
-}
-
-func (w *wasmPlugin) read(t testing.TB, b []byte) result {
-	r, err := abi.ParseResult(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return result{Status: r.Status, Flags: r.Flags, State: bytes.Clone(r.State), Meta: bytes.Clone(r.Meta),
-		Payload: bytes.Clone(r.Payload), Error: string(r.Error)}
-}
-
-func (w *wasmPlugin) do(t testing.TB, op abi.Op, in []byte) result {
-	return w.read(t, w.m.Call(t, op, in))
 }
 
 func callIn(flags uint32, state []byte, meta map[string]string, payload []byte) []byte {
@@ -60,18 +42,8 @@ func callIn(flags uint32, state []byte, meta map[string]string, payload []byte) 
 // TestWasmMatchesNative runs the goldens through the wasm build and requires
 // byte-identical results to the native plugin.
 func TestWasmMatchesNative(t *testing.T) {
-	w := loadWasm(t)
-	p := newPlugin()
-	same := func(name string, op abi.Op, in []byte) result {
-		t.Helper()
-		got := w.do(t, op, in)
-		r, _ := abi.ParseResult(p.Call(op, in))
-		if got.Status != r.Status || got.Flags != r.Flags || !bytes.Equal(got.Payload, r.Payload) ||
-			!bytes.Equal(got.State, r.State) || !bytes.Equal(got.Meta, r.Meta) || got.Error != string(r.Error) {
-			t.Errorf("%s: wasm and native differ\nwasm:   %s %q %s\nnative: %s %q %s", name, got.Status, got.Error, got.Payload, r.Status, r.Error, r.Payload)
-		}
-		return got
-	}
+	par := wasmtest.NewParity(t, loadWasm(t), newPlugin())
+	same := par.Check
 	for _, tc := range requestCases {
 		same("request "+tc.name, abi.OpRequestEncode, callIn(0, nil, nil, tc.req.AppendJSON(nil)))
 		same("count request "+tc.name, abi.OpCountRequestEncode, callIn(0, nil, nil, tc.req.AppendJSON(nil)))
@@ -103,8 +75,8 @@ func BenchmarkWasm(b *testing.B) {
 		in := callIn(0, nil, nil, eventList([][]byte{benchChunk}))
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := w.do(b, abi.OpStreamDecode, in); r.Status != abi.StatusOK {
-				b.Fatal(r.Error)
+			if r := w.Result(b, abi.OpStreamDecode, in); r.Status != abi.StatusOK {
+				b.Fatal(string(r.Error))
 			}
 		}
 	})
@@ -118,8 +90,8 @@ func BenchmarkWasm(b *testing.B) {
 		in := callIn(0, nil, nil, long.AppendJSON(nil))
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := w.do(b, abi.OpCountRequestEncode, in); r.Status != abi.StatusOK {
-				b.Fatal(r.Error)
+			if r := w.Result(b, abi.OpCountRequestEncode, in); r.Status != abi.StatusOK {
+				b.Fatal(string(r.Error))
 			}
 		}
 	})
@@ -128,10 +100,10 @@ func BenchmarkWasm(b *testing.B) {
 		var body []byte
 		b.ReportAllocs()
 		for b.Loop() {
-			r := w.do(b, abi.OpRequestEncode, in)
+			r := w.Result(b, abi.OpRequestEncode, in)
 			var err error
 			if body, err = appendTokenizeBody(body[:0], r.Payload); r.Status != abi.StatusOK || err != nil {
-				b.Fatal(r.Error, err)
+				b.Fatal(string(r.Error), err)
 			}
 		}
 	})
@@ -140,8 +112,8 @@ func BenchmarkWasm(b *testing.B) {
 		in := callIn(0, nil, nil, req.AppendJSON(nil))
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := w.do(b, abi.OpRequestEncode, in); r.Status != abi.StatusOK {
-				b.Fatal(r.Error)
+			if r := w.Result(b, abi.OpRequestEncode, in); r.Status != abi.StatusOK {
+				b.Fatal(string(r.Error))
 			}
 		}
 	})

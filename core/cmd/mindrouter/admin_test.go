@@ -226,7 +226,7 @@ func TestMigrateCmd(t *testing.T) {
 // publishes key revocations so running gateways drop them at once.
 func TestAdminCmd_Redis(t *testing.T) {
 	r := testsvc.StartRedis(t)
-	c := newCLI(t, "redis:\n  addr: "+r.Addr+"\n")
+	c := newCLI(t, fmt.Sprintf("redis:\n  addr: %s\n  db: %d\n", r.Addr, r.DB))
 	c.ok("users", "create", "--username", "cy", "--group", "students")
 	out := c.ok("keys", "create", "cy")
 	key := keyRE.FindString(out)
@@ -234,7 +234,7 @@ func TestAdminCmd_Redis(t *testing.T) {
 		t.Fatalf("no key printed:\n%s", out)
 	}
 
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, DB: r.DB})
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // only to detect a hang
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,25 +79,28 @@ func buildGateway(t *testing.T) (bin, pluginsYAML string) {
 			return
 		}
 		gwBuild.dir = dir
-		root, err := testutil.RepoRoot()
+		bin, err := testutil.Binary("core/cmd/mindrouter") // as make gateway builds it
+		if err != nil {
+			gwBuild.err = fmt.Errorf("build the gateway: %w", err)
+			return
+		}
+		bundle, err := testutil.PluginWasm("bundle")
+		if err == nil {
+			err = testutil.CopyFile(bundle, filepath.Join(dir, "bundle.wasm"))
+		}
 		if err != nil {
 			gwBuild.err = err
 			return
 		}
-		bin := filepath.Join(dir, "mindrouter")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./core/cmd/mindrouter")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gwBuild.err = fmt.Errorf("build the gateway: %v\n%s", err, out)
-			return
-		}
-		if err := testutil.BuildWasm(testutil.Bundle.Pkg, filepath.Join(dir, "bundle.wasm"), "-ldflags=-s -w"); err != nil {
+		// The child fills cache_dir on its first start (the shared one:
+		// the next run's child finds its bundle compiled); restarts reuse it.
+		cache, err := testutil.CompileCache()
+		if err != nil {
 			gwBuild.err = err
 			return
 		}
-		// The child fills cache_dir on its first start; restarts reuse it.
 		yml := filepath.Join(dir, "plugins.yaml")
-		y := fmt.Sprintf("abi: 2\ncache_dir: cache\nplugins:\n  - {name: %s, kind: bundle, path: bundle.wasm, mode: trusted}\n", testutil.Bundle.Name)
+		y := fmt.Sprintf("abi: 2\ncache_dir: %s\nplugins:\n  - {name: %s, kind: bundle, path: bundle.wasm, mode: trusted}\n", cache, testutil.Bundle.Name)
 		if err := os.WriteFile(yml, []byte(y), 0o644); err != nil {
 			gwBuild.err = err
 			return

@@ -40,11 +40,11 @@ plugins: %s
 log: {level: warn}
 data_dir: %q
 store: {driver: sqlite, dsn: data/mr.db}
-redis: {addr: %q}
+redis: {addr: %q, db: %d}
 backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: %d}
 scheduler: {policy: fair, fleet: auto, slot_lease: %s}
-`, freeAddr(t), pluginsYAML, dir, rds.Addr, fakeAddr, maxConc, lease)
+`, freeAddr(t), pluginsYAML, dir, rds.Addr, rds.DB, fakeAddr, maxConc, lease)
 		if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 			t.Fatal(err)
 		}

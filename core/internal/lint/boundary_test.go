@@ -54,16 +54,10 @@ var rules = []rule{{
 }}
 
 // allowlist are import edges (importer → imported, relative paths) that
-// violate a rule and are being removed on another branch. The test does
-// not follow them, and fails when one is no longer an import, so that an
-// entry goes with its violation. Empty it; do not add to it.
-var allowlist = map[[2]string]string{
-	// The wasm test kit's host functions move to a test-only package
-	// outside core (issue 18, the test-helper branch); the lead empties
-	// these entries after merging it.
-	{"plugins/internal/wasmtest", "core/pluginhost"}:          "issue 18: wasmtest's host moves out of core",
-	{"plugins/internal/wasmtest/wasmexec", "core/pluginhost"}: "issue 18: wasmtest's host moves out of core",
-}
+// violate a rule while they are being removed. The test does not follow
+// them, and fails when one is no longer an import, so that an entry goes
+// with its violation. It is empty: keep it so.
+var allowlist = map[[2]string]string{}
 
 // listing is one `go list` of packages to check.
 type listing struct {

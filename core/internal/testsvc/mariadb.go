@@ -86,8 +86,9 @@ func StartMariaDB(t testing.TB) *MariaDB {
 	return &MariaDB{DSN: cfg.FormatDSN(), Addr: srv.addr, Name: name}
 }
 
-// StopAll stops the servers this test binary started and removes their
-// data. Call it from TestMain after m.Run.
+// StopAll stops the shared servers this test binary started (MariaDB,
+// ClickHouse, Redis) and removes their data. Call it from TestMain after
+// m.Run.
 func StopAll() {
 	maria.mu.Lock()
 	defer maria.mu.Unlock()
@@ -95,6 +96,7 @@ func StopAll() {
 		maria.srv.stop()
 	}
 	stopClickHouse()
+	stopRedis()
 }
 
 var maria struct {

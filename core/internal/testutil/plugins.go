@@ -1,9 +1,13 @@
 // Package testutil builds what the gateway's tests need: the repository's
-// WebAssembly plugins, compiled once per test binary into a temporary
-// directory with a plugins.yaml that points at them.
+// WebAssembly plugins — prebuilt by make ($MINDROUTER_TEST_WASM) or built
+// once per source state into a per-user cache (package buildcache) —
+// copied once per test binary into a temporary directory with a
+// plugins.yaml that points at them and at a compilation cache shared by
+// every test binary; and the log capture the tests read.
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +15,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/mindrouter/mindrouter/sdk/sdktest/buildcache"
 )
 
 // Plugins are the first-party plugins, in plugins.yaml order.
@@ -24,37 +30,72 @@ var Plugins = []struct{ Name, Kind string }{
 }
 
 // RepoRoot finds the module root from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
+func RepoRoot() (string, error) { return buildcache.RepoRoot() }
+
+// PluginWasm returns the .wasm of the first-party plugin name (a
+// directory of plugins/ with a wasm/ main package: a name of Plugins, or
+// "bundle"), built as the Makefile builds it: the file in
+// $MINDROUTER_TEST_WASM when that is set (make test sets it to the
+// plugins/ that `make plugins` just wrote), else a build shared through
+// the per-user cache (package buildcache), made when the sources changed.
+// The file is shared: read or copy it, never write to it.
+func PluginWasm(name string) (string, error) {
+	if path, ok, err := buildcache.Prebuilt(name); ok || err != nil {
+		return path, err
+	}
+	return Wasm("plugins/"+name+"/wasm", buildcache.DefaultLDFlags)
+}
+
+// Wasm returns the cached build (package buildcache) of the wasip1 main
+// package at pkg, relative to the repo root, linked with ldflags ("" for
+// none). The file is shared: read or copy it, never write to it.
+func Wasm(pkg, ldflags string) (string, error) {
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("testutil: go.mod not found above the working directory")
-		}
-		dir = parent
+	path, err := buildcache.Build(buildcache.Spec{Root: root, Pkg: pkg, LDFlags: ldflags})
+	if err != nil {
+		return "", fmt.Errorf("testutil: %w", err)
 	}
+	return path, nil
 }
 
-// BuildWasm compiles the main package at pkg (relative to the repo root) to
-// out with the standard toolchain, as the Makefile does.
-func BuildWasm(pkg, out string, extraArgs ...string) error {
+// Binary returns the cached build (package buildcache) of the main
+// package at pkg, relative to the repo root, for the host, with
+// CGO_ENABLED=0 as the Makefile builds the gateway. The file is shared:
+// run it, never write to it.
+func Binary(pkg string) (string, error) {
 	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path, err := buildcache.Build(buildcache.Spec{Root: root, Pkg: pkg, Host: true})
+	if err != nil {
+		return "", fmt.Errorf("testutil: %w", err)
+	}
+	return path, nil
+}
+
+// BuildWasm writes the main package at pkg (relative to the repo root),
+// built as Wasm builds it, to out: a copy of the shared build, the
+// test's to change.
+func BuildWasm(pkg, out, ldflags string) error {
+	path, err := Wasm(pkg, ldflags)
 	if err != nil {
 		return err
 	}
-	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, extraArgs...)
-	args = append(args, "-o", out, "./"+strings.TrimPrefix(pkg, "./"))
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testutil: build %s: %v\n%s", pkg, err, b)
+	return CopyFile(path, out)
+}
+
+// CopyFile copies the file src to dst (created or truncated).
+func CopyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("testutil: %w", err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		return fmt.Errorf("testutil: %w", err)
 	}
 	return nil
 }
@@ -64,10 +105,23 @@ func BuildWasm(pkg, out string, extraArgs ...string) error {
 // its compilation cache as "dev".
 const WazeroTestVersion = "dev"
 
+// CompileCache is the compilation cache directory the tests share across
+// test binaries and runs (buildcache.CompileCacheDir): wazero keys its
+// entries by the module's bytes and the runtime configuration but, in a
+// test binary, the version "dev" (WazeroTestVersion), so the directory is
+// named after the wazero version go.mod requires.
+func CompileCache() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return buildcache.CompileCacheDir(root, "github.com/tetratelabs/wazero")
+}
+
 // Precompile fills cacheDir for wasm files in a separate process built
 // without the race detector (under -race wazero's compiler is about ten
 // times slower) and keyed like a test binary's cache. Each file may carry its
-// modes as path=trusted+strict.
+// modes as path=trusted+strict. Files already compiled there cost a read.
 func Precompile(cacheDir string, files ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
@@ -85,8 +139,9 @@ func Precompile(cacheDir string, files ...string) error {
 
 // PluginSet is a directory holding built plugins and their plugins.yaml.
 type PluginSet struct {
-	Dir  string // holds <name>.wasm and plugins.yaml
-	YAML string // path of plugins.yaml
+	Dir   string // holds <name>.wasm (copies, the tests' to change) and plugins.yaml
+	YAML  string // path of plugins.yaml
+	Cache string // the compilation cache plugins.yaml names (CompileCache), precompiled for them
 }
 
 var (
@@ -95,16 +150,23 @@ var (
 	buildErr  error
 )
 
-// BuildPlugins compiles the first-party plugins once per process into a
-// temporary directory, fills a compilation cache next to them, and writes a
-// plugins.yaml (trusted mode) that uses it. Call Cleanup from TestMain when done.
+// BuildPlugins puts the first-party plugins (PluginWasm) once per process
+// into a temporary directory, precompiles them into the shared
+// compilation cache (CompileCache), and writes a plugins.yaml (trusted
+// mode) that uses both. Call Cleanup from TestMain when done.
 func BuildPlugins() (PluginSet, error) {
 	buildOnce.Do(func() {
+		cache, err := CompileCache()
+		if err != nil {
+			buildErr = err
+			return
+		}
 		dir, err := os.MkdirTemp("", "mindrouter-plugins-")
 		if err != nil {
 			buildErr = err
 			return
 		}
+		built.Dir = dir // for Cleanup, whatever happens next
 		var wg sync.WaitGroup
 		errs := make([]error, len(Plugins))
 		sem := make(chan struct{}, 2)
@@ -114,25 +176,26 @@ func BuildPlugins() (PluginSet, error) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				errs[i] = BuildWasm("plugins/"+p.Name+"/wasm", filepath.Join(dir, p.Name+".wasm"), "-ldflags=-s -w")
+				path, err := PluginWasm(p.Name)
+				if err == nil {
+					err = CopyFile(path, filepath.Join(dir, p.Name+".wasm"))
+				}
+				errs[i] = err
 			}()
 		}
 		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				buildErr = err
-				return
-			}
+		if buildErr = errors.Join(errs...); buildErr != nil {
+			return
 		}
 		var files []string
 		for _, p := range Plugins {
 			files = append(files, filepath.Join(dir, p.Name+".wasm")+"=trusted")
 		}
-		if buildErr = Precompile(filepath.Join(dir, "cache"), files...); buildErr != nil {
+		if buildErr = Precompile(cache, files...); buildErr != nil {
 			return
 		}
 		var y strings.Builder
-		y.WriteString("abi: 2\ncache_dir: cache\nplugins:\n")
+		fmt.Fprintf(&y, "abi: 2\ncache_dir: %s\nplugins:\n", cache)
 		for _, p := range Plugins {
 			extra := ""
 			if p.Name == "responses" {
@@ -140,13 +203,13 @@ func BuildPlugins() (PluginSet, error) {
 			}
 			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted%s}\n", p.Name, p.Kind, p.Name, extra)
 		}
-		built = PluginSet{Dir: dir, YAML: filepath.Join(dir, "plugins.yaml")}
+		built = PluginSet{Dir: dir, YAML: filepath.Join(dir, "plugins.yaml"), Cache: cache}
 		buildErr = os.WriteFile(built.YAML, []byte(y.String()), 0o644)
 	})
 	return built, buildErr
 }
 
-// Cleanup removes what BuildPlugins made.
+// Cleanup removes what BuildPlugins made (the shared caches stay).
 func Cleanup() {
 	if built.Dir != "" {
 		_ = os.RemoveAll(built.Dir)
@@ -159,22 +222,21 @@ var (
 	brokenErr  error
 )
 
-// BuildBroken compiles the deliberately misbehaving test translator
+// BuildBroken puts the deliberately misbehaving test translator
 // (plugins/testdata/broken/bad) once per process into the BuildPlugins
-// directory, precompiled for strict mode into its cache (cache_dir
-// "cache" next to it), and returns the .wasm path. BuildPlugins must have
-// succeeded first.
+// directory, precompiled for strict mode into its cache, and returns the
+// .wasm path. BuildPlugins must have succeeded first.
 func BuildBroken() (string, error) {
 	brokenOnce.Do(func() {
-		if built.Dir == "" {
+		if built.Dir == "" || built.Cache == "" {
 			brokenErr = fmt.Errorf("testutil: BuildBroken before BuildPlugins")
 			return
 		}
 		path := filepath.Join(built.Dir, "bad.wasm")
-		if brokenErr = BuildWasm("plugins/testdata/broken/bad", path); brokenErr != nil {
+		if brokenErr = BuildWasm("plugins/testdata/broken/bad", path, ""); brokenErr != nil {
 			return
 		}
-		if brokenErr = Precompile(filepath.Join(built.Dir, "cache"), path+"=strict"); brokenErr != nil {
+		if brokenErr = Precompile(built.Cache, path+"=strict"); brokenErr != nil {
 			return
 		}
 		brokenPath = path
@@ -184,7 +246,8 @@ func BuildBroken() (string, error) {
 
 // Bundle is the first-party bundle (plugins/bundle: the openai translator
 // and the vllm and ollama adapters in one module, manifest name
-// "firstparty"), as BuildBundle builds it.
+// "firstparty"), as BuildBundle builds it; PluginWasm("bundle") is its
+// .wasm.
 var Bundle = struct{ Name, Pkg string }{"firstparty", "plugins/bundle/wasm"}
 
 var (
@@ -193,28 +256,33 @@ var (
 	bundleErr  error
 )
 
-// BuildBundle compiles the first-party bundle once per process into the
+// BuildBundle puts the first-party bundle once per process into the
 // BuildPlugins directory as bundle.wasm, precompiled for trusted and
 // strict mode into its cache, and writes plugins-bundle.yaml next to
 // plugins.yaml: the bundle alone (kind bundle, trusted), so a gateway on
 // it serves every request through the fused ops. The returned set shares
-// Dir with BuildPlugins'; its YAML is plugins-bundle.yaml. BuildPlugins
-// must have succeeded first.
+// Dir and Cache with BuildPlugins'; its YAML is plugins-bundle.yaml.
+// BuildPlugins must have succeeded first.
 func BuildBundle() (PluginSet, error) {
 	bundleOnce.Do(func() {
-		if built.Dir == "" {
+		if built.Dir == "" || built.Cache == "" {
 			bundleErr = fmt.Errorf("testutil: BuildBundle before BuildPlugins")
 			return
 		}
+		src, err := PluginWasm("bundle")
+		if err != nil {
+			bundleErr = err
+			return
+		}
 		path := filepath.Join(built.Dir, "bundle.wasm")
-		if bundleErr = BuildWasm(Bundle.Pkg, path, "-ldflags=-s -w"); bundleErr != nil {
+		if bundleErr = CopyFile(src, path); bundleErr != nil {
 			return
 		}
-		if bundleErr = Precompile(filepath.Join(built.Dir, "cache"), path+"=trusted+strict"); bundleErr != nil {
+		if bundleErr = Precompile(built.Cache, path+"=trusted+strict"); bundleErr != nil {
 			return
 		}
-		y := fmt.Sprintf("abi: 2\ncache_dir: cache\nplugins:\n  - {name: %s, kind: bundle, path: bundle.wasm, mode: trusted}\n", Bundle.Name)
-		set := PluginSet{Dir: built.Dir, YAML: filepath.Join(built.Dir, "plugins-bundle.yaml")}
+		y := fmt.Sprintf("abi: 2\ncache_dir: %s\nplugins:\n  - {name: %s, kind: bundle, path: bundle.wasm, mode: trusted}\n", built.Cache, Bundle.Name)
+		set := PluginSet{Dir: built.Dir, YAML: filepath.Join(built.Dir, "plugins-bundle.yaml"), Cache: built.Cache}
 		if bundleErr = os.WriteFile(set.YAML, []byte(y), 0o644); bundleErr == nil {
 			bundleSet = set
 		}

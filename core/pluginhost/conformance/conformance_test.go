@@ -44,7 +44,9 @@ func testMain(m *testing.M) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(dir)
-	cacheDir = filepath.Join(dir, "cache")
+	if cacheDir, err = testbuild.CompileCache(); err != nil {
+		return fail(err)
+	}
 	if wasmFiles, err = testbuild.Build(root, dir, testPlugins); err != nil {
 		return fail(err)
 	}
@@ -134,7 +136,12 @@ func FuzzOps_Good(f *testing.F) {
 // fused check, and only it; the per-component checks are named by component.
 func TestCheck_FusedMismatch(t *testing.T) {
 	wasm := filepath.Join(t.TempDir(), "skew.wasm")
-	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm); err != nil {
+	if err := testutil.BuildWasm("core/pluginhost/conformance/testdata/skewbundle", wasm, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Compiled without the race detector (Check loads it strict and trusted),
+	// as the other test plugins are: under -race wazero compiles ten times slower.
+	if err := testutil.Precompile(cacheDir, wasm+"=trusted+strict"); err != nil {
 		t.Fatal(err)
 	}
 	// The canonical translator's golden request: canonical JSON.
@@ -144,7 +151,7 @@ func TestCheck_FusedMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeVector(t, filepath.Join(gdir, "canon-t"), "request", `{"op": "request_decode", "input": `+string(req.AppendJSON(nil))+`, "want": {}}`)
-	rep, err := Check(context.Background(), wasm, Options{GoldenDir: gdir, CacheDir: t.TempDir(), FuzzIterations: 50, BudgetCalls: 100, Budget: time.Second})
+	rep, err := Check(context.Background(), wasm, Options{GoldenDir: gdir, CacheDir: cacheDir, FuzzIterations: 50, BudgetCalls: 100, Budget: time.Second})
 	t.Log("\n" + rep.String())
 	if err == nil || !strings.Contains(err.Error(), "conformance fused:") || !strings.Contains(err.Error(), "fused and canonical paths differ") ||
 		!strings.Contains(err.Error(), `{\"path\":\"fused\"}`) {

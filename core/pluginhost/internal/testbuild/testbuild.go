@@ -3,13 +3,12 @@
 package testbuild
 
 import (
+	"errors"
 	"fmt"
-	"github.com/mindrouter/mindrouter/core/internal/testutil"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
+
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // Plugin is one test plugin build.
@@ -27,15 +26,15 @@ const GoodlibPkg = "github.com/mindrouter/mindrouter/plugins/testdata/broken/goo
 // RepoRoot is the directory holding go.mod.
 func RepoRoot() (string, error) { return testutil.RepoRoot() }
 
-// Build compiles the plugins into dir (two go builds at a time) and
-// returns their paths by name.
+// Build puts the plugins into dir (testutil.BuildWasm: copies of builds
+// shared through the per-user cache, two at a time) and returns their
+// paths by name. root is unused: the builds run at the repo root.
 func Build(root, dir string, plugins []Plugin) (map[string]string, error) {
 	files := map[string]string{}
+	errs := make([]error, len(plugins))
 	sem := make(chan struct{}, 2)
-	var mu sync.Mutex
-	var errs []string
 	var wg sync.WaitGroup
-	for _, p := range plugins {
+	for i, p := range plugins {
 		out := filepath.Join(dir, p.Name+".wasm")
 		files[p.Name] = out
 		wg.Add(1)
@@ -43,26 +42,21 @@ func Build(root, dir string, plugins []Plugin) (map[string]string, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			args := []string{"build", "-buildmode=c-shared", "-trimpath", "-o", out}
-			if p.LDFlags != "" {
-				args = append(args, "-ldflags", p.LDFlags)
-			}
-			cmd := exec.Command("go", append(args, "./plugins/testdata/broken/"+p.Pkg)...)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Sprintf("build %s: %v\n%s", p.Name, err, b))
-				mu.Unlock()
+			if err := testutil.BuildWasm("plugins/testdata/broken/"+p.Pkg, out, p.LDFlags); err != nil {
+				errs[i] = fmt.Errorf("build %s: %w", p.Name, err)
 			}
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
+
+// CompileCache is the compilation cache shared by the test binaries
+// (testutil.CompileCache).
+func CompileCache() (string, error) { return testutil.CompileCache() }
 
 // Precompile fills cacheDir for the built plugins (see testutil.Precompile).
 func Precompile(root, cacheDir string, plugins []Plugin, files map[string]string) error {

@@ -20,12 +20,10 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/mindrouter/mindrouter/core/pluginhost"
-	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/plugins/internal/wasmtest"
 )
 
 func main() {
@@ -46,11 +44,9 @@ func main() {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	if _, err := pluginhost.ExportFloatFuncs(rt.NewHostModuleBuilder(abi.ImportModule).NewFunctionBuilder().
-		WithFunc(func(ctx context.Context, m api.Module, level, ptr, n uint32) {
-			b, _ := m.Memory().Read(ptr, n)
-			fmt.Fprintf(os.Stderr, "plugin log %d: %s\n", int32(level), b)
-		}).Export(abi.ImportLog)).Instantiate(ctx); err != nil {
+	if err := wasmtest.HostModule(ctx, rt, func(level int32, msg []byte) {
+		fmt.Fprintf(os.Stderr, "plugin log %d: %s\n", level, msg)
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
