@@ -346,7 +346,12 @@ func TestFailover_MaxAttemptsOne(t *testing.T) {
 // that leaves mid-stream does not.
 func TestFailover_MidStreamFailureFeedsBreaker(t *testing.T) {
 	t.Run("backend drops", func(t *testing.T) {
-		p := startPairYAML(t, fakellm.Config{}, fakellm.Config{DropRate: 1, Tokens: 16}, "breaker: {failures: 2}\n")
+		// Paced (10 ms a token, dropped after 8): the gateway has relayed
+		// the first events when the connection drops. Unpaced, all eight
+		// and the drop could arrive before the first event reached the
+		// client, and the gateway rightly retried elsewhere (seen under
+		// the parallel race pass).
+		p := startPairYAML(t, fakellm.Config{}, fakellm.Config{DropRate: 1, Tokens: 16, TPS: 100}, "breaker: {failures: 2}\n")
 		bad := p.gw.Reg.Backend("gpu1b-vllm")
 		bad.SetPriority(100)
 		for i := range 2 {
