@@ -115,8 +115,11 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte
 		q.Add(string(k), string(v))
 	}
 	r := Request{Method: string(ctx.Method()), Path: string(ctx.Path()), Query: q, Body: body, RemoteAddr: ctx.RemoteIP().String()}
-	// fasthttp's context ends only at shutdown: bound the store calls.
-	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	// fasthttp's context ends only at shutdown, and it must not be a
+	// parent: context's watcher goroutine reads it (Value, for the cause)
+	// after the handler returned and fasthttp reset it for the next
+	// request, a data race. The store calls get their own bound.
+	cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	status, out, allow := h.do(cctx, p, r)
 	if allow != "" {
