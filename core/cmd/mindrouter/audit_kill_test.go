@@ -194,11 +194,12 @@ func (e *killEnv) start() *childGW {
 	go func() { _ = cmd.Wait(); close(g.done) }()
 	t.Cleanup(func() { g.kill() })
 	// The config names a free port (freeAddr): the gateway is up when its
-	// /healthz answers.
+	// /readyz says ready (started, backends discovered; /healthz answers
+	// as soon as the listener does, before the rest is in place).
 	g.base = "http://" + listenAddr(t, e.config)
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		if resp, err := http.Get(g.base + "/healthz"); err == nil {
+		if resp, err := http.Get(g.base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				break
