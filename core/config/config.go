@@ -476,9 +476,15 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes YAML over Default and validates it; dir anchors relative paths.
+// Parse decodes YAML over Default and validates it; dir anchors relative
+// paths. ${NAME} references in values are read from the environment first
+// (env.go).
 func Parse(b []byte, dir string) (*Config, error) {
 	c := Default()
+	b, err := expandEnv(b)
+	if err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseExpandsEnvironmentInValues(t *testing.T) {
+	t.Setenv("MR_TEST_DSN", "mr:p#ss:w@rd@tcp(db:3306)/mindrouter")
+	t.Setenv("MR_TEST_TTL", "90s")
+	c, err := Parse([]byte(`
+store: {driver: mysql, dsn: "${MR_TEST_DSN}"}
+accounts:
+  key_cache_ttl: ${MR_TEST_TTL}
+redis: {addr: "${MR_TEST_UNSET:-}"}
+log: {level: "${MR_TEST_LEVEL:-warn}"}
+`), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Store.DSN; got != "mr:p#ss:w@rd@tcp(db:3306)/mindrouter" {
+		t.Errorf("dsn = %q", got)
+	}
+	if c.Accounts.KeyCacheTTL.D().String() != "1m30s" {
+		t.Errorf("key_cache_ttl = %v", c.Accounts.KeyCacheTTL.D())
+	}
+	if c.Redis.Addr != "" || c.Log.Level != "warn" {
+		t.Errorf("defaults: redis %q level %q", c.Redis.Addr, c.Log.Level)
+	}
+}
+
+func TestParseRefusesUnsetEnvironment(t *testing.T) {
+	_, err := Parse([]byte("store: {driver: mysql, dsn: \"${MR_TEST_NOT_SET_ANYWHERE}\"}\n"), ".")
+	if err == nil || !strings.Contains(err.Error(), "MR_TEST_NOT_SET_ANYWHERE is not set") || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseKeepsLiteralDollarBraceAndKeys(t *testing.T) {
+	t.Setenv("MR_TEST_X", "expanded")
+	b, err := expandEnv([]byte("a: \"$${MR_TEST_X}\"\n# ${MR_TEST_NOT_SET_ANYWHERE} in a comment\nb: ${MR_TEST_X}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "${MR_TEST_X}") || !strings.Contains(s, "b: expanded") {
+		t.Fatalf("got %s", s)
+	}
+}
