@@ -41,6 +41,8 @@ func main() {
 		err = adminCmd(os.Args[2:])
 	case "migrate":
 		err = migrateCmd(os.Args[2:])
+	case "health":
+		err = healthCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -64,6 +66,8 @@ func usage() {
                                        streams go to the adapters of their framing) and its fused
                                        ops against the canonical path
   mindrouter migrate [--config FILE]   apply the store's schema migrations
+  mindrouter health [--config FILE] [--ready]
+                                       exit 0 when the gateway on this host answers /healthz (/readyz)
   mindrouter admin [--config FILE] <users|keys|groups|quota|backends> <verb> ...
                                        manage accounts on the store directly (see: mindrouter admin help)`)
 }
