@@ -18,10 +18,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/mindrouter/mindrouter/sidecar/collect/collecttest"
 
 	"github.com/mindrouter/mindrouter/sidecar/collect"
 	"github.com/mindrouter/mindrouter/sidecar/server"
@@ -50,6 +52,7 @@ type config struct {
 	cacheTTL     time.Duration
 	initRetry    time.Duration
 	nvmlLib      string
+	mockGPUs     int
 	logLevel     slog.Level
 	shutdownWait time.Duration
 }
@@ -70,6 +73,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	cacheTTL := fs.Duration("cache", server.DefaultCacheTTL, "reuse one GPU reading for this long across concurrent requests")
 	initRetry := fs.Duration("init-retry", 30*time.Second, "retry NVML initialisation this often while it fails")
 	nvmlLib := fs.String("nvml-lib", "", "path of libnvidia-ml.so.1 (default: dynamic loader search)")
+	mockGPUs := fs.Int("mock-gpus", 0, "serve N simulated H200 GPUs (go-nvml's mock, idle readings) instead of NVML: demos and clusters without GPUs (env SIDECAR_MOCK_GPUS)")
 	logLevel := fs.String("log-level", envOr(getenv, "SIDECAR_LOG_LEVEL", "info"), "debug, info, warn or error (env SIDECAR_LOG_LEVEL)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -82,8 +86,18 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	if v := getenv("SIDECAR_MOCK_GPUS"); v != "" && *mockGPUs == 0 {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("parse SIDECAR_MOCK_GPUS: %w", err)
+		}
+		*mockGPUs = n
+	}
+	if *mockGPUs < 0 || *mockGPUs > 64 {
+		return nil, fmt.Errorf("--mock-gpus must be 0..64, got %d", *mockGPUs)
+	}
 
-	c := &config{addr: *addr, cacheTTL: *cacheTTL, initRetry: *initRetry, nvmlLib: *nvmlLib, shutdownWait: 10 * time.Second}
+	c := &config{addr: *addr, cacheTTL: *cacheTTL, initRetry: *initRetry, nvmlLib: *nvmlLib, mockGPUs: *mockGPUs, shutdownWait: 10 * time.Second}
 	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, fmt.Errorf("parse --log-level: %w", err)
 	}
@@ -137,6 +151,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger, e env) error {
+	if e.newLib == nil && cfg.mockGPUs > 0 {
+		log.Warn("serving simulated GPUs (--mock-gpus), not NVML", "gpus", cfg.mockGPUs)
+		e.newLib = func(string) nvml.Interface { return collecttest.NewH200(cfg.mockGPUs) }
+	}
 	if e.newLib == nil {
 		e.newLib = func(path string) nvml.Interface {
 			if path == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -148,5 +149,43 @@ func TestRunWithoutNVML(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestRunMockGPUs is the demo mode compose uses: SIDECAR_MOCK_GPUS serves
+// simulated H200s through the same handler as NVML would.
+func TestRunMockGPUs(t *testing.T) {
+	addrc := make(chan net.Addr, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0"},
+			envFrom(map[string]string{"SIDECAR_SECRET_KEY": secret, "SIDECAR_MOCK_GPUS": "2"}), &logs,
+			env{onReady: func(a net.Addr) { addrc <- a }})
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case code := <-done:
+		t.Fatalf("run exited with %d: %s", code, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("sidecar did not start")
+	}
+	info, err := wire.NewClient("http://"+addr.String(), secret).GPUInfo(ctx)
+	if err != nil {
+		t.Fatalf("gpu-info: %v", err)
+	}
+	if len(info.GPUs) != 2 {
+		t.Fatalf("gpus = %d, want 2", len(info.GPUs))
+	}
+	cancel()
+	<-done
+	if !strings.Contains(logs.String(), "serving simulated GPUs") {
+		t.Errorf("the mock mode is not logged:\n%s", logs.String())
+	}
+	if _, err := parseConfig([]string{"--mock-gpus", "-1"}, envFrom(map[string]string{"SIDECAR_SECRET_KEY": secret}), io.Discard); err == nil {
+		t.Error("--mock-gpus -1 accepted")
 	}
 }
