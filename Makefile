@@ -16,7 +16,7 @@ export MINDROUTER_TEST_WASM ?= $(CURDIR)/plugins
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: deploy-check help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: deploy-check image help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -97,13 +97,20 @@ matrix-from:
 
 # The deployment files: the alert rules parse and their unit tests pass
 # (promtool from Debian's prometheus package, installed by test-deps).
-deploy-check: test-deps ## check deploy/: promtool check and test the alert rules
+deploy-check: plugins test-deps ## check deploy/: alert rules (promtool), compose (docker-compose config), the Helm chart rendered and decoded strictly, the image
 	promtool check rules deploy/prometheus/alerts.yml
 	cd deploy/prometheus && promtool test rules alerts_test.yml
+	$(GO) -C deploy vet ./...
+	$(GO) -C deploy test -count=1 ./...
+
+image: gateway plugins ## bin/mindrouter-image.tar: the container image built without an engine (docker load -i)
+	$(GO) -C deploy run ./cmd/mkimage -bin ../bin/mindrouter -config container/mindrouter.yaml -plugins ../plugins.yaml \
+	  -wasm ../plugins/bundle.wasm -o ../bin/mindrouter-image.tar -tag mindrouter:$(VERSION) -version $(VERSION)
 
 tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 	$(GO) mod tidy -diff
 	$(GO) -C sdk mod tidy -diff
+	$(GO) -C deploy mod tidy -diff
 
 # The edit loop: every package's tests but the end-to-end gateway suite
 # (core/gateway), without the race detector, packages in parallel. Run

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the real servers the tests start on loopback (Redis, MariaDB,
-# ClickHouse) and promtool (Debian's prometheus package, for
-# make deploy-check) when they are missing. Debian packages; run as root or with sudo. The
+# ClickHouse), promtool (Debian's prometheus package) and docker-compose
+# (for make deploy-check) when they are missing. Debian packages; run as root or with sudo. The
 # tests start and stop their own server processes (core/internal/testsvc);
 # the packages' system services are not used.
 set -eu
@@ -11,6 +11,8 @@ command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 { command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/sbin/clickhouse-server ]; } || need="$need clickhouse-server"
 # promtool (make deploy-check: the alert rules and their unit tests).
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
+# docker-compose (make deploy-check: `docker-compose config` on deploy/compose).
+command -v docker-compose >/dev/null 2>&1 || need="$need docker-compose"
 [ -z "$need" ] && exit 0
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
