@@ -25,6 +25,8 @@ type Config struct {
 	Listen string `yaml:"listen"`
 	// TLS, when its files are set, serves the API listener over HTTPS.
 	TLS TLS `yaml:"tls"`
+	// Status shapes the anonymous GET /status.
+	Status Status `yaml:"status"`
 	// DataDir holds every file the gateway writes (the SQLite store, the
 	// embedded audit, the audit spool, the generated admin key): relative
 	// to the working directory, not to the config file (default "data").
@@ -154,6 +156,15 @@ type Errors struct {
 	// message reaches the client, bounded in length) or "generic" (clients
 	// get a generic message; the backend's text stays in the log).
 	BackendMessages string `yaml:"backend_messages"`
+}
+
+// Status shapes GET /status, which answers without a key (load
+// balancers' and the reference's probes use it).
+type Status struct {
+	// Models lists the served model names there; off (the default), it
+	// gives their count only, so an anonymous caller learns no names
+	// (/v1/models lists them to a key holder).
+	Models bool `yaml:"models"`
 }
 
 // Metrics controls the Prometheus endpoint.

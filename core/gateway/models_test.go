@@ -53,12 +53,17 @@ func TestOllamaLatestName(t *testing.T) {
 	}
 }
 
-// TestStatus: GET /status answers without a key in the reference's shape.
+// TestStatus: GET /status answers without a key in the reference's shape;
+// model names only when status.models says so (counts by default).
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	_, ourl := startFake(t, fakellm.Config{Engine: "ollama", Models: []string{"qwen3:8b"}})
-	h := startHostile(t, hostileOpts{backends: backendYAML("o", "ollama", ourl, 4) +
-		backendYAML("dead", "vllm", "http://127.0.0.1:1", 4), level: slog.LevelError})
+	backends := backendYAML("o", "ollama", ourl, 4) + backendYAML("dead", "vllm", "http://127.0.0.1:1", 4)
+	anon := do(http.DefaultClient, "GET", startHostile(t, hostileOpts{backends: backends, level: slog.LevelError}).base+"/status", "", nil)
+	if strings.Contains(string(anon.body), "qwen3") || !strings.Contains(string(anon.body), `"model_count":1`) {
+		t.Errorf("default /status names models: %s", anon.body)
+	}
+	h := startHostile(t, hostileOpts{backends: backends, extra: "status: {models: true}\n", level: slog.LevelError})
 	r := do(http.DefaultClient, "GET", h.base+"/status", "", nil)
 	var st struct {
 		Service   string   `json:"service"`

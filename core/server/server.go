@@ -250,7 +250,8 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 // status answers GET /status in the reference implementation's shape, so
 // its users' probes keep working: {service, version, timestamp,
 // backends{total, healthy}, models[], queue{waiting, in_flight}}. Public,
-// like /healthz: it tells no more than /v1/models and /readyz do.
+// like /healthz, so it names nothing by default: model_count replaces
+// models[] unless status.models is on (the reference's shape).
 func (s *Server) status(ctx *fasthttp.RequestCtx) {
 	var healthy int
 	var waiting, inFlight int64
@@ -285,12 +286,17 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 	w.Key("healthy")
 	w.Int(int64(healthy))
 	w.EndObj()
-	w.Key("models")
-	w.Arr()
-	for _, m := range s.reg.Models().Models {
-		w.Str(m.ID)
+	if models := s.reg.Models().Models; s.cfg.Status.Models {
+		w.Key("models")
+		w.Arr()
+		for _, m := range models {
+			w.Str(m.ID)
+		}
+		w.EndArr()
+	} else {
+		w.Key("model_count")
+		w.Int(int64(len(models)))
 	}
-	w.EndArr()
 	w.Key("queue")
 	w.Obj()
 	w.Key("waiting")
