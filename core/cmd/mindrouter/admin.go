@@ -246,6 +246,25 @@ func openAdmin(ctx context.Context, cfgPath string) (*adminEnv, error) {
 }
 
 // migrateCmd runs `mindrouter migrate [--config FILE]`.
+func printPending(ctx context.Context, st *sqlstore.Store, driver string, out io.Writer) error {
+	v, err := st.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	ps, err := st.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s store at schema version %d; %d migration(s) to apply (dry run: nothing applied)\n", driver, v, len(ps))
+	for _, p := range ps {
+		fmt.Fprintf(out, "-- %s\n", p.Name)
+		for _, stmt := range p.Statements {
+			fmt.Fprintf(out, "%s;\n", stmt)
+		}
+	}
+	return nil
+}
+
 func migrateCmd(args []string) error {
 	return runMigrate(context.Background(), args, os.Stdout)
 }
@@ -254,8 +273,9 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfgPath := fs.String("config", "", "gateway config file (YAML); empty: embedded defaults")
+	dryRun := fs.Bool("dry-run", false, "print the migrations the store lacks, with their statements; apply nothing")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		return errors.New("usage: mindrouter migrate [--config FILE]")
+		return errors.New("usage: mindrouter migrate [--config FILE] [--dry-run]")
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -266,6 +286,9 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if *dryRun {
+		return printPending(ctx, st, cfg.Store.Driver, out)
+	}
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate %s store: %w", cfg.Store.Driver, err)
 	}

@@ -204,6 +204,17 @@ func TestAdminCmd_Errors(t *testing.T) {
 
 func TestMigrateCmd(t *testing.T) {
 	c := newCLI(t, "")
+	var dry bytes.Buffer
+	if err := runMigrate(context.Background(), []string{"--config", c.config, "--dry-run"}, &dry); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^sqlite store at schema version 0; [1-9]\d* migration\(s\) to apply`).MatchString(dry.String()) ||
+		!strings.Contains(dry.String(), "-- 0001_") || !strings.Contains(dry.String(), "CREATE TABLE") {
+		t.Fatalf("dry run printed %q", dry.String())
+	}
+	if v, err := c.store().Version(context.Background()); err != nil || v != 0 {
+		t.Fatalf("the dry run applied something: version %d %v", v, err)
+	}
 	for range 2 { // idempotent
 		var out bytes.Buffer
 		if err := runMigrate(context.Background(), []string{"--config", c.config}, &out); err != nil {
@@ -216,6 +227,10 @@ func TestMigrateCmd(t *testing.T) {
 	st := c.store()
 	if v, err := st.Version(context.Background()); err != nil || v < 1 {
 		t.Fatalf("version %d %v", v, err)
+	}
+	dry.Reset()
+	if err := runMigrate(context.Background(), []string{"--config", c.config, "--dry-run"}, &dry); err != nil || !strings.Contains(dry.String(), "0 migration(s) to apply") {
+		t.Errorf("dry run on a current store: %v %q", err, dry.String())
 	}
 	if err := runMigrate(context.Background(), []string{"--config", c.config, "extra"}, &bytes.Buffer{}); err == nil {
 		t.Error("an extra argument was accepted")

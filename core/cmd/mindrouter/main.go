@@ -65,7 +65,8 @@ func usage() {
                                        checked per component (golden vectors in DIR/<component>/,
                                        streams go to the adapters of their framing) and its fused
                                        ops against the canonical path
-  mindrouter migrate [--config FILE]   apply the store's schema migrations
+  mindrouter migrate [--config FILE] [--dry-run]
+                                       apply (or list) the store's schema migrations
   mindrouter health [--config FILE] [--ready]
                                        exit 0 when the gateway on this host answers /healthz (/readyz)
   mindrouter admin [--config FILE] <users|keys|groups|quota|backends> <verb> ...

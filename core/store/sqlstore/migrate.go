@@ -217,3 +217,33 @@ func (s *Store) SeedGroups(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Pending is a migration Migrate would apply, with its statements.
+type Pending struct {
+	Version    int
+	Name       string
+	Statements []string
+}
+
+// Pending lists, without applying anything, the migrations the database
+// lacks (mindrouter migrate --dry-run): what an upgrade will run, to read
+// before a rolling upgrade. It errs like Migrate when the database is
+// newer than this binary.
+func (s *Store) Pending(ctx context.Context) ([]Pending, error) {
+	ms, err := migrations(s.dialect)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cur > len(ms) {
+		return nil, fmt.Errorf("migrate: database schema version %d is newer than this binary's %d", cur, len(ms))
+	}
+	var ps []Pending
+	for _, m := range ms[cur:] {
+		ps = append(ps, Pending{Version: m.version, Name: m.name, Statements: m.stmts})
+	}
+	return ps, nil
+}
