@@ -43,6 +43,10 @@ func main() {
 		err = migrateCmd(os.Args[2:])
 	case "health":
 		err = healthCmd(os.Args[2:])
+	case "backup":
+		err = backupCmd(os.Args[2:])
+	case "restore":
+		err = restoreCmd(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -67,6 +71,10 @@ func usage() {
                                        ops against the canonical path
   mindrouter migrate [--config FILE] [--dry-run]
                                        apply (or list) the store's schema migrations
+  mindrouter backup [--config FILE] --to DIR
+                                       copy the embedded SQLite store and audit (online, consistent)
+  mindrouter restore [--config FILE] --from DIR [--force]
+                                       put a backup back (gateway stopped; replaced files kept aside)
   mindrouter health [--config FILE] [--ready]
                                        exit 0 when the gateway on this host answers /healthz (/readyz)
   mindrouter admin [--config FILE] <users|keys|groups|quota|backends> <verb> ...
