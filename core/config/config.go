@@ -233,12 +233,28 @@ type Store struct {
 // Redis holds the counters replicas share (quotas, revocations). Without
 // an address the gateway keeps them in memory: right for one replica.
 type Redis struct {
-	Addr     string   `yaml:"addr"` // host:port; "" for none
-	Username string   `yaml:"username"`
-	Password string   `yaml:"password"`
-	DB       int      `yaml:"db"`
-	Timeout  Duration `yaml:"timeout"` // per command (default 200ms)
+	Addr string `yaml:"addr"` // host:port; "" for none (or Sentinel)
+	// Sentinel, instead of Addr, finds the primary through Redis Sentinel
+	// and follows its failovers.
+	Sentinel RedisSentinel `yaml:"sentinel"`
+	Username string        `yaml:"username"`
+	Password string        `yaml:"password"`
+	DB       int           `yaml:"db"`
+	Timeout  Duration      `yaml:"timeout"` // per command (default 200ms)
 }
+
+// RedisSentinel names a primary monitored by Redis Sentinel. Redis
+// Cluster is not supported: the quota and fleet scripts update several
+// keys of a user or backend in one call (see docs/operations.md).
+type RedisSentinel struct {
+	Master   string   `yaml:"master"` // the monitored primary's name ("mymaster")
+	Addrs    []string `yaml:"addrs"`  // the sentinels, host:port
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"` // the sentinels' own (requirepass in sentinel.conf)
+}
+
+// RedisOn reports whether a Redis is configured (one server or Sentinel).
+func (c *Config) RedisOn() bool { return c.Redis.Addr != "" || c.Redis.Sentinel.Master != "" }
 
 // Accounts configures key verification.
 type Accounts struct {
@@ -332,7 +348,7 @@ type Responses struct {
 func (c *Config) ResponsesOn() bool { return c.Responses.Enabled == nil || *c.Responses.Enabled }
 
 // FleetOn reports whether the scheduler shares its state through Redis.
-func (c *Config) FleetOn() bool { return c.Scheduler.Fleet != "off" && c.Redis.Addr != "" }
+func (c *Config) FleetOn() bool { return c.Scheduler.Fleet != "off" && c.RedisOn() }
 
 // Audit configures the record of every request.
 type Audit struct {
@@ -646,6 +662,22 @@ func (c *Config) Validate() error {
 	if c.Redis.Addr != "" {
 		if _, _, err := net.SplitHostPort(c.Redis.Addr); err != nil {
 			add("redis.addr: %q is not host:port", c.Redis.Addr)
+		}
+	}
+	if st := c.Redis.Sentinel; st.Master != "" || len(st.Addrs) > 0 {
+		if c.Redis.Addr != "" {
+			add("redis: addr and sentinel are exclusive (Sentinel tells the primary's address)")
+		}
+		if st.Master == "" {
+			add("redis.sentinel.master: required with sentinel.addrs")
+		}
+		if len(st.Addrs) == 0 {
+			add("redis.sentinel.addrs: required with sentinel.master")
+		}
+		for i, a := range st.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				add("redis.sentinel.addrs[%d]: %q is not host:port", i, a)
+			}
 		}
 	}
 	if c.Redis.Timeout <= 0 {

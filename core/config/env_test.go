@@ -46,3 +46,23 @@ func TestParseKeepsLiteralDollarBraceAndKeys(t *testing.T) {
 		t.Fatalf("got %s", s)
 	}
 }
+
+func TestRedisSentinelConfig(t *testing.T) {
+	c, err := Parse([]byte("redis:\n  sentinel: {master: mymaster, addrs: [\"s1:26379\", \"s2:26379\"]}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.RedisOn() || !c.FleetOn() {
+		t.Error("sentinel does not count as Redis")
+	}
+	for in, want := range map[string]string{
+		"redis: {addr: \"r:6379\", sentinel: {master: m, addrs: [\"s:26379\"]}}": "exclusive",
+		"redis: {sentinel: {addrs: [\"s:26379\"]}}":                              "sentinel.master: required",
+		"redis: {sentinel: {master: m}}":                                         "sentinel.addrs: required",
+		"redis: {sentinel: {master: m, addrs: [nope]}}":                          "is not host:port",
+	} {
+		if _, err := Parse([]byte(in+"\n"), "."); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/quota"
+	"github.com/mindrouter/mindrouter/core/redisconn"
 	"github.com/mindrouter/mindrouter/core/server"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
@@ -95,11 +96,10 @@ func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsP
 		}
 	}
 	var rc redis.UniversalClient
-	if cfg.Redis.Addr != "" {
+	if cfg.RedisOn() {
 		t := cfg.Redis.Timeout.D()
-		a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
-			DB: cfg.Redis.DB, DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, MaxRetries: -1,
-			DialerRetries: 1}) // the default 5 dial retries made each call wait ~0.5 s while Redis is down
+		redisconn.UseLogger(log)
+		a.rdb = redisconn.New(cfg.Redis, redisconn.Timeouts{Dial: t, Command: t, Retries: -1})
 		rc = a.rdb
 	}
 	a.authn = accounts.New(accounts.Options{Store: a.st, Redis: rc, CacheTTL: cfg.Accounts.KeyCacheTTL.D(), Log: log})

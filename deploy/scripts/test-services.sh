@@ -7,6 +7,7 @@
 set -eu
 need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
+command -v redis-sentinel >/dev/null 2>&1 || need="$need redis-sentinel"
 { command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; } || need="$need mariadb-server"
 { command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/sbin/clickhouse-server ]; } || need="$need clickhouse-server"
 # promtool (make deploy-check: the alert rules and their unit tests).

@@ -26,6 +26,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/logredact"
 	"github.com/mindrouter/mindrouter/core/quota"
+	"github.com/mindrouter/mindrouter/core/redisconn"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
@@ -234,10 +235,9 @@ func openAdmin(ctx context.Context, cfgPath string) (*adminEnv, error) {
 	}
 	log := slog.New(logredact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	opts := admin.Options{Store: st, Log: log}
-	if cfg.Redis.Addr != "" {
+	if cfg.RedisOn() {
 		to := time.Duration(cfg.Redis.Timeout)
-		a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Username: cfg.Redis.Username, Password: cfg.Redis.Password,
-			DB: cfg.Redis.DB, DialTimeout: 5 * to, ReadTimeout: to, WriteTimeout: to})
+		a.rdb = redisconn.New(cfg.Redis, redisconn.Timeouts{Dial: 5 * to, Command: to})
 		opts.Quotas = quota.New(quota.Options{Redis: a.rdb, Store: st, Log: log})
 		opts.Keys = accounts.New(accounts.Options{Store: st, Redis: a.rdb, Log: log})
 	}

@@ -120,7 +120,8 @@ func stopRedis() {
 type redisServer struct {
 	addr      string
 	port      int
-	databases int // 0: the default
+	databases int      // 0: the default
+	extra     []string // more redis-server arguments (sentinel.go)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -151,6 +152,7 @@ func (s *redisServer) start() error {
 	if s.databases > 0 {
 		args = append(args, "--databases", strconv.Itoa(s.databases))
 	}
+	args = append(args, s.extra...)
 	cmd := exec.Command("redis-server", args...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
