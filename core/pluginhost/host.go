@@ -305,7 +305,7 @@ func (h *Host) compile(ctx context.Context, class rtClass, sha string, wasm []by
 	if err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
-	h.logger.Debug("plugin compiled", slog.String("sha256", sha[:12]), slog.Duration("dur", time.Since(start)))
+	h.logger.Debug("plugin compiled", slog.String("sha256", sha[:12]), slog.Float64("dur_ms", float64(time.Since(start).Microseconds())/1000))
 	c := &compiled{key: key, rt: rt, cm: cm, refs: 1}
 	h.modules[key] = c
 	return c, nil

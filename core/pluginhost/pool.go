@@ -86,7 +86,7 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 		}
 		p.v.plugin.metrics.slowPath.Add(1)
 		p.v.logger().LogAttrs(ctx, slog.LevelWarn, "plugin instance created on the request path",
-			slog.Duration("dur", time.Since(start)), slog.Int("live", int(p.live.Load())))
+			slog.Float64("dur_ms", float64(time.Since(start).Microseconds())/1000), slog.Int("live", int(p.live.Load())))
 		return in, nil
 	}
 	return p.await(ctx)

@@ -104,7 +104,7 @@ func (k *timekeeper) report(h *Host, v *Version, in *instance, running time.Dura
 	v.plugin.metrics.stuck.Add(1)
 	h.logger.Error("plugin call stuck past its hard limit",
 		slog.String("plugin", sc.Plugin), slog.Uint64("seq", sc.Seq), slog.String("mode", string(sc.Mode)),
-		slog.String("op", sc.Op.String()), reqIDAttr(sc.RequestID), slog.Duration("dur", sc.Running),
+		slog.String("op", sc.Op.String()), reqIDAttr(sc.RequestID), slog.Float64("dur_ms", float64(sc.Running.Microseconds())/1000),
 		slog.String("note", "trusted mode cannot interrupt it; the process may freeze at the next GC"))
 	if f := k.hook.Load(); f != nil {
 		(*f)(sc)

@@ -153,17 +153,69 @@ func ServerConfig(r *Reloader, clientCAFile string) (*tls.Config, error) {
 		NextProtos: []string{"http/1.1"},
 	}
 	if clientCAFile != "" {
-		b, err := os.ReadFile(clientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls %s: client_ca_file: %w", r.name, err)
+		ca := &caReloader{name: r.name, file: clientCAFile, log: r.log}
+		if err := ca.load(); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("tls %s: client_ca_file %s holds no PEM certificate", r.name, clientCAFile)
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		// The CA file is re-read like the certificate (a CA rotation adds
+		// the new CA before clients get certificates from it): each
+		// handshake gets the pool in service now.
+		base := cfg.Clone()
+		cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := base.Clone()
+			c.ClientCAs = ca.pool()
+			return c, nil
 		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// caReloader holds a client CA pool read from a file that may change.
+type caReloader struct {
+	name, file string
+	log        *slog.Logger
+
+	mu      sync.Mutex
+	size    int64
+	mod     time.Time
+	current atomic.Pointer[x509.CertPool]
+}
+
+func (c *caReloader) load() error {
+	st, err := os.Stat(c.file)
+	if err != nil {
+		return fmt.Errorf("tls %s: client_ca_file: %w", c.name, err)
+	}
+	b, err := os.ReadFile(c.file)
+	if err != nil {
+		return fmt.Errorf("tls %s: client_ca_file: %w", c.name, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return fmt.Errorf("tls %s: client_ca_file %s holds no PEM certificate", c.name, c.file)
+	}
+	c.size, c.mod = st.Size(), st.ModTime()
+	c.current.Store(pool)
+	return nil
+}
+
+// pool is the CA pool in service, reloaded first when the file changed;
+// a file that fails to load keeps the previous pool (logged once).
+func (c *caReloader) pool() *x509.CertPool {
+	st, err := os.Stat(c.file)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && (st.Size() != c.size || !st.ModTime().Equal(c.mod)) {
+		size, mod := st.Size(), st.ModTime()
+		if err := c.load(); err != nil {
+			c.size, c.mod = size, mod // not retried until the file changes again
+			c.log.Warn("tls client CA reload failed; keeping the previous CAs", "listener", c.name, "error", err.Error())
+		} else {
+			c.log.Info("tls client CA reloaded", "listener", c.name, "file", c.file)
+		}
+	}
+	return c.current.Load()
 }
 
 // WriteMetrics writes the expiry gauge of each listener's certificate.
