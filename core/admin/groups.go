@@ -164,8 +164,14 @@ func (h *Handler) updateGroup(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	wasAdmin := g.IsAdmin
 	if err := in.apply(&g); err != nil {
 		return nil, err
+	}
+	if wasAdmin && !g.IsAdmin {
+		if err := h.keepAnAdminGroup(c, g.ID); err != nil {
+			return nil, err
+		}
 	}
 	if err := h.st.UpdateGroup(c.ctx, &g); err != nil {
 		switch {
@@ -200,4 +206,23 @@ func (h *Handler) deleteGroup(c *call) (any, error) {
 	h.keys.InvalidateAll(c.ctx)
 	h.record(c, "group.delete", "group", g.ID, map[string]any{"before": viewGroup(g)})
 	return done("deleted", "group_id", g.ID), nil
+}
+
+// keepAnAdminGroup refuses (409) to take is_admin from group id when no
+// other group has it: with no admin group no key holds the admin scope,
+// the caller included, and nothing but the store itself could give it
+// back. (Two admins demoting the last two admin groups at the same moment
+// on two replicas could still pass this check together; the bootstrap
+// key's EnsureAdmin restores the admin group at the next start.)
+func (h *Handler) keepAnAdminGroup(c *call, id int64) error {
+	gs, err := h.st.Groups(c.ctx)
+	if err != nil {
+		return fmt.Errorf("list groups: %w", err)
+	}
+	for _, o := range gs {
+		if o.ID != id && o.IsAdmin {
+			return nil
+		}
+	}
+	return conflict("This is the last admin group: taking is_admin from it would leave no key with the admin scope. Make another group an admin group first.")
 }
