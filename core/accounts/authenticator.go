@@ -197,19 +197,44 @@ func (a *Authenticator) Authenticate(ctx context.Context, key []byte) (auth.Prin
 	mono := a.mono(now)
 	e := a.cache.get(&h)
 	if e != nil && mono-e.loaded < a.freshFor(mono) {
-		return a.use(e, now)
+		return a.use(e, now, true)
 	}
-	return a.lookup(ctx, key, &h, e, now)
+	return a.lookup(ctx, key, &h, e, now, true)
+}
+
+// Recheck reports whether key is still good, as Authenticate would, but
+// counts no use: a stream in flight asks it every second or so
+// (accounts.stream_recheck) to learn that its key was revoked or
+// expired or its user disabled. The error wraps auth.ErrBadKey then; any
+// other error means the key could not be checked.
+func (a *Authenticator) Recheck(ctx context.Context, key []byte) error {
+	if len(key) < minKeyLen || len(key) > maxKeyLen || string(key[:len(auth.KeyPrefix)]) != auth.KeyPrefix {
+		return errMalformed
+	}
+	h := sha256.Sum256(key)
+	now := a.now()
+	mono := a.mono(now)
+	e := a.cache.get(&h)
+	var err error
+	if e != nil && mono-e.loaded < a.freshFor(mono) {
+		_, err = a.use(e, now, false)
+	} else {
+		_, err = a.lookup(ctx, key, &h, e, now, false)
+	}
+	return err
 }
 
 // use checks what may have changed since e was read (the clock) and
-// counts the use.
-func (a *Authenticator) use(e *entry, now time.Time) (auth.Principal, error) {
+// counts the use (when count).
+func (a *Authenticator) use(e *entry, now time.Time, count bool) (auth.Principal, error) {
 	if e.reason != nil {
 		return auth.Principal{}, e.reason
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
 		return auth.Principal{}, errExpired
+	}
+	if !count {
+		return e.p, nil
 	}
 	e.use.count.Add(1)
 	// LastUsed to the second: a store on every hit would make every
@@ -223,25 +248,25 @@ func (a *Authenticator) use(e *entry, now time.Time) (auth.Principal, error) {
 // lookup resolves a key the cache could not: the negative cache, then one
 // store read per hash however many requests wait for it. stale is the
 // expired entry for the key, if any: it bridges a store outage (staleFor).
-func (a *Authenticator) lookup(ctx context.Context, key []byte, h *[32]byte, stale *entry, now time.Time) (auth.Principal, error) {
+func (a *Authenticator) lookup(ctx context.Context, key []byte, h *[32]byte, stale *entry, now time.Time, count bool) (auth.Principal, error) {
 	mono := a.mono(now)
 	if a.neg.has(h, mono) {
 		return auth.Principal{}, errUnknown
 	}
 	bridge := stale != nil && mono-stale.loaded < a.staleFor(mono)
 	if bridge && mono-a.failedAt.Load() < int64(storeRetry) && a.failedAt.Load() != 0 {
-		return a.use(stale, now) // the store failed a moment ago: do not wait for it again
+		return a.use(stale, now, count) // the store failed a moment ago: do not wait for it again
 	}
 	k, hash := string(key), *h // copies: the load may outlive this call
 	ch := a.flight.DoChan(string(h[:]), func() (any, error) { return a.load(k, &hash) })
 	select {
 	case r := <-ch:
 		if r.Err == nil {
-			return a.use(r.Val.(*entry), now)
+			return a.use(r.Val.(*entry), now, count)
 		}
 		// Still cached means not invalidated since: serve what was read.
 		if bridge && !errors.Is(r.Err, auth.ErrBadKey) && a.cache.get(h) == stale {
-			return a.use(stale, now)
+			return a.use(stale, now, count)
 		}
 		return auth.Principal{}, r.Err
 	case <-ctx.Done():

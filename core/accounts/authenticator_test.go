@@ -488,3 +488,39 @@ func TestAuthenticate_StaleIfError(t *testing.T) {
 		t.Fatalf("store back: %v", err)
 	}
 }
+
+// TestRecheck: a stream's recheck answers as Authenticate would (a
+// revoked key or disabled user is refused once the store says so) but
+// counts no use of the key.
+func TestRecheck(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	a := New(Options{Store: f.st, Now: clk.Now})
+	ctx := context.Background()
+	key, k := f.issue(t, f.user.ID, "inference")
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := a.Recheck(ctx, []byte(key)); err != nil {
+			t.Fatalf("a good key rechecked: %v", err)
+		}
+	}
+	if err := a.FlushUses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.Key(ctx, k.ID); got.UsageCount != 1 {
+		t.Errorf("usage_count %d after one request and three rechecks, want 1", got.UsageCount)
+	}
+	if err := f.st.RevokeKey(ctx, k.ID, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := HashKey([]byte(key))
+	a.Invalidate(ctx, h[:])
+	if err := a.Recheck(ctx, []byte(key)); !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a revoked key rechecked: %v, want a bad key", err)
+	}
+	if err := a.Recheck(ctx, []byte("nonsense")); !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a malformed key rechecked: %v, want a bad key", err)
+	}
+}
