@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,4 +115,55 @@ func streamThenCut(t *testing.T, url, key, body string, cut func()) (string, str
 		}
 	}
 	return string(tail), reqID, time.Since(start)
+}
+
+// TestAccounts_MintedKeyBoundByItsMinter: a key made with a one-hour key
+// through /api/me/api-keys expires within that hour (a later expiry is a
+// 400); disabling the user stops both keys, enabling it brings both back.
+func TestAccounts_MintedKeyBoundByItsMinter(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	uid, _ := newUser(t, e.base, "mina", "students", nil, nil)
+	hour := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	var short newKey
+	if st := callAPI(t, e.base, adminKey, "POST", fmt.Sprintf("/api/admin/users/%d/api-keys", uid),
+		map[string]any{"name": "hour", "expires_at": hour.Format(time.RFC3339)}, &short); st != 200 {
+		t.Fatalf("one-hour key: %d", st)
+	}
+	var minted struct {
+		newKey
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if st := callAPI(t, e.base, short.FullKey, "POST", "/api/me/api-keys", map[string]any{"name": "minted"}, &minted); st != 200 {
+		t.Fatalf("mint: %d", st)
+	}
+	if minted.ExpiresAt.After(hour) {
+		t.Errorf("the minted key expires at %v, after its minter (%v)", minted.ExpiresAt, hour)
+	}
+	if st := callAPI(t, e.base, short.FullKey, "POST", "/api/me/api-keys",
+		map[string]any{"name": "long", "expires_at": time.Now().Add(30 * 24 * time.Hour).Format(time.RFC3339)}, nil); st != 400 {
+		t.Errorf("a 30-day key from a one-hour key: %d, want 400", st)
+	}
+	models := func(key string) int {
+		c := client(e, key)
+		_, err := c.Models.List(context.Background())
+		return statusOf(err)
+	}
+	setActive := func(on bool) {
+		if st := callAPI(t, e.base, adminKey, "PATCH", fmt.Sprintf("/api/admin/users/%d", uid), map[string]any{"is_active": on}, nil); st != 200 {
+			t.Fatalf("is_active %v: %d", on, st)
+		}
+	}
+	setActive(false)
+	for _, k := range []string{short.FullKey, minted.FullKey} {
+		if st := models(k); st != 401 {
+			t.Errorf("a key of a disabled user: %d, want 401", st)
+		}
+	}
+	setActive(true)
+	for _, k := range []string{short.FullKey, minted.FullKey} {
+		if st := models(k); st != 200 {
+			t.Errorf("a key of a re-enabled user: %d, want 200", st)
+		}
+	}
 }
