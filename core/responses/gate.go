@@ -2,6 +2,7 @@ package responses
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ import (
 // trusts the store for gateFresh after it last answered (a ping or a
 // write), so a busy gateway pings it at most once a second; while it is
 // down the requests get 503 with Retry-After. What it cannot catch is
-// the store failing after the gate let a request through: that write
-// is lost as before, and logged.
+// the store failing after the gate let a request through: that response
+// write is retried for half a second (a blip, a failover), then lost and
+// logged; a conversation append is not retried (see putResponse).
 const (
 	gateFresh = time.Second
 	// gateDown is how long a failed ping answers for the requests that
@@ -94,4 +96,32 @@ func (g *storeGate) wrote(err error) {
 	case store.Unavailable(err):
 		g.down()
 	}
+}
+
+// putRetries are the waits before the retries of a response write the
+// store could not take: a blip (a failover, a dropped connection) does
+// not lose the response its client was just given the id of. Short: the
+// write holds the answer's last event.
+var putRetries = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond}
+
+// putResponse is PutResponse, retried while the store is unavailable. A
+// retry that finds the id taken means an earlier attempt was stored and
+// only its acknowledgement was lost. (Conversation appends are not
+// retried: an append whose acknowledgement was lost would be made twice.)
+func (k *Keeper) putResponse(ctx context.Context, r *store.StoredResponse, blobs []store.Blob) error {
+	err := k.st.PutResponse(ctx, r, blobs)
+	for _, wait := range putRetries {
+		if !store.Unavailable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		if err = k.st.PutResponse(ctx, r, blobs); errors.Is(err, store.ErrConflict) {
+			return nil
+		}
+	}
+	return err
 }

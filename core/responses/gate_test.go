@@ -3,6 +3,7 @@ package responses
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
 	"github.com/mindrouter/mindrouter/core/internal/testutil"
+	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/core/store/sqlstore"
 )
 
@@ -83,4 +85,46 @@ func TestKeeper_StoreDown(t *testing.T) {
 		return err == nil
 	})
 	e.ok(alice, "GET", "/v1/responses/"+respID, "", nil)
+}
+
+// flakyStore fails the first fails response writes as an unreachable
+// store does; when landed, the failed write was stored all the same (its
+// acknowledgement was what got lost).
+type flakyStore struct {
+	*sqlstore.Store
+	fails  int
+	landed bool
+	calls  int
+}
+
+func (s *flakyStore) PutResponse(ctx context.Context, r *store.StoredResponse, blobs []store.Blob) error {
+	s.calls++
+	if s.calls <= s.fails {
+		if s.landed {
+			if err := s.Store.PutResponse(ctx, r, blobs); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("put response: %w: connection lost", store.ErrUnavailable)
+	}
+	return s.Store.PutResponse(ctx, r, blobs)
+}
+
+// TestKeeper_WriteRetried: a response write that meets a store blip is
+// retried, so the id the client got can be read and continued from; a
+// retry that finds the response already stored (only the
+// acknowledgement was lost) is a success.
+func TestKeeper_WriteRetried(t *testing.T) {
+	for _, landed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
+			e := newEnv(t)
+			fs := &flakyStore{Store: e.st, fails: 1, landed: landed}
+			e.k = New(fs, e.k.opts, nil)
+			_, id := e.answer(alice, `{"model":"m","input":"hi"}`, "hello")
+			e.ok(alice, "GET", "/v1/responses/"+id, "", nil)
+			if fs.calls != 2 {
+				t.Errorf("%d writes, want 2 (one failed, one retry)", fs.calls)
+			}
+		})
+	}
 }

@@ -216,7 +216,7 @@ func (t *turn) finish(resp *fastjson.Value) {
 		r := &store.StoredResponse{ID: id, OwnerID: t.owner, Model: clip(resp.GetStringBytes("model"), 255),
 			PreviousID: t.prevID, ConversationID: t.convID, Input: t.input, Response: appendValue(nil, resp),
 			BlobRefs: t.refs, CreatedAt: now, TouchedAt: now}
-		err := t.k.st.PutResponse(ctx, r, t.blobs)
+		err := t.k.putResponse(ctx, r, t.blobs)
 		t.k.gate.wrote(err)
 		if err != nil {
 			t.k.log.LogAttrs(ctx, slog.LevelWarn, "store response", slog.String("req_id", t.requestID), slog.Any("err", err))
