@@ -44,6 +44,13 @@ const (
 	staleAfter = time.Second
 	// defaultCacheTTL is how long an entry is trusted while they can.
 	defaultCacheTTL = 60 * time.Second
+	// defaultStaleIfError is how long an entry bridges a store outage
+	// while revocations still arrive (Options.StaleIfError).
+	defaultStaleIfError = 5 * time.Minute
+	// storeRetry is how long after a failed store read a stale entry is
+	// served without asking the store again: a store that hangs costs
+	// one request a lookup timeout, not every request.
+	storeRetry = time.Second
 
 	// maxLookups bounds concurrent store reads on cache misses, so a flood
 	// of unknown keys queues here instead of in the database.
@@ -64,10 +71,18 @@ type Options struct {
 	// (entries are then trusted for one second).
 	Redis redis.UniversalClient
 	// CacheTTL is how long a verified key is trusted while the revocation
-	// subscription is live (default 60s, at least 1s). It also bounds how
-	// long an entry bridges a store outage.
+	// subscription is live (default 60s, at least 1s). Without the
+	// subscription it also bounds how long an entry bridges a store
+	// outage.
 	CacheTTL time.Duration
-	Log      *slog.Logger
+	// StaleIfError is how long an entry bridges a store outage while the
+	// revocation subscription is live (default 5m, at least CacheTTL): a
+	// key verified before the store went down keeps working, and a
+	// revocation made meanwhile still reaches every replica through
+	// Redis and stops it there. An outage longer than CacheTTL no longer
+	// stops all inference.
+	StaleIfError time.Duration
+	Log          *slog.Logger
 	// Now replaces time.Now in tests.
 	Now func() time.Time
 }
@@ -80,6 +95,7 @@ type Authenticator struct {
 	st    store.Store
 	rdb   redis.UniversalClient
 	ttl   int64 // CacheTTL in nanoseconds
+	stale int64 // StaleIfError in nanoseconds
 	log   *slog.Logger
 	now   func() time.Time
 	epoch time.Time // a.mono counts from here
@@ -93,6 +109,9 @@ type Authenticator struct {
 	// counts as live (0: down).
 	liveUntil  atomic.Int64
 	subscribes atomic.Int64 // confirmed (re)subscriptions
+	// failedAt is the a.mono of the last store read that failed (not a
+	// bad key): stale entries are served without asking for storeRetry.
+	failedAt atomic.Int64
 
 	flight  singleflight.Group
 	lookups chan struct{}
@@ -117,6 +136,10 @@ func New(o Options) *Authenticator {
 		o.CacheTTL = defaultCacheTTL
 	}
 	o.CacheTTL = max(o.CacheTTL, staleAfter)
+	if o.StaleIfError <= 0 {
+		o.StaleIfError = defaultStaleIfError
+	}
+	o.StaleIfError = max(o.StaleIfError, o.CacheTTL)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -124,7 +147,7 @@ func New(o Options) *Authenticator {
 		o.Now = time.Now
 	}
 	a := &Authenticator{
-		st: o.Store, rdb: o.Redis, ttl: int64(o.CacheTTL),
+		st: o.Store, rdb: o.Redis, ttl: int64(o.CacheTTL), stale: int64(o.StaleIfError),
 		log: o.Log.With("component", "accounts"), now: o.Now, epoch: o.Now(),
 		cache:   newCache(),
 		lookups: make(chan struct{}, maxLookups),
@@ -137,6 +160,17 @@ func New(o Options) *Authenticator {
 // mono is t as nanoseconds since the Authenticator was made (monotonic
 // when t comes from time.Now).
 func (a *Authenticator) mono(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
+
+// staleFor is how old an entry may be at mono and still bridge a store
+// outage: StaleIfError while revocations arrive (a revocation drops the
+// entry wherever it is), CacheTTL otherwise (nothing would tell this
+// replica of one).
+func (a *Authenticator) staleFor(mono int64) int64 {
+	if mono < a.liveUntil.Load() {
+		return a.stale
+	}
+	return a.ttl
+}
 
 // freshFor is how old an entry may be at mono and still be trusted.
 func (a *Authenticator) freshFor(mono int64) int64 {
@@ -163,19 +197,44 @@ func (a *Authenticator) Authenticate(ctx context.Context, key []byte) (auth.Prin
 	mono := a.mono(now)
 	e := a.cache.get(&h)
 	if e != nil && mono-e.loaded < a.freshFor(mono) {
-		return a.use(e, now)
+		return a.use(e, now, true)
 	}
-	return a.lookup(ctx, key, &h, e, now)
+	return a.lookup(ctx, key, &h, e, now, true)
+}
+
+// Recheck reports whether key is still good, as Authenticate would, but
+// counts no use: a stream in flight asks it every second or so
+// (accounts.stream_recheck) to learn that its key was revoked or
+// expired or its user disabled. The error wraps auth.ErrBadKey then; any
+// other error means the key could not be checked.
+func (a *Authenticator) Recheck(ctx context.Context, key []byte) error {
+	if len(key) < minKeyLen || len(key) > maxKeyLen || string(key[:len(auth.KeyPrefix)]) != auth.KeyPrefix {
+		return errMalformed
+	}
+	h := sha256.Sum256(key)
+	now := a.now()
+	mono := a.mono(now)
+	e := a.cache.get(&h)
+	var err error
+	if e != nil && mono-e.loaded < a.freshFor(mono) {
+		_, err = a.use(e, now, false)
+	} else {
+		_, err = a.lookup(ctx, key, &h, e, now, false)
+	}
+	return err
 }
 
 // use checks what may have changed since e was read (the clock) and
-// counts the use.
-func (a *Authenticator) use(e *entry, now time.Time) (auth.Principal, error) {
+// counts the use (when count).
+func (a *Authenticator) use(e *entry, now time.Time, count bool) (auth.Principal, error) {
 	if e.reason != nil {
 		return auth.Principal{}, e.reason
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
 		return auth.Principal{}, errExpired
+	}
+	if !count {
+		return e.p, nil
 	}
 	e.use.count.Add(1)
 	// LastUsed to the second: a store on every hit would make every
@@ -188,23 +247,26 @@ func (a *Authenticator) use(e *entry, now time.Time) (auth.Principal, error) {
 
 // lookup resolves a key the cache could not: the negative cache, then one
 // store read per hash however many requests wait for it. stale is the
-// expired entry for the key, if any: it bridges a store outage for up to
-// CacheTTL.
-func (a *Authenticator) lookup(ctx context.Context, key []byte, h *[32]byte, stale *entry, now time.Time) (auth.Principal, error) {
+// expired entry for the key, if any: it bridges a store outage (staleFor).
+func (a *Authenticator) lookup(ctx context.Context, key []byte, h *[32]byte, stale *entry, now time.Time, count bool) (auth.Principal, error) {
 	mono := a.mono(now)
 	if a.neg.has(h, mono) {
 		return auth.Principal{}, errUnknown
+	}
+	bridge := stale != nil && mono-stale.loaded < a.staleFor(mono)
+	if bridge && mono-a.failedAt.Load() < int64(storeRetry) && a.failedAt.Load() != 0 {
+		return a.use(stale, now, count) // the store failed a moment ago: do not wait for it again
 	}
 	k, hash := string(key), *h // copies: the load may outlive this call
 	ch := a.flight.DoChan(string(h[:]), func() (any, error) { return a.load(k, &hash) })
 	select {
 	case r := <-ch:
 		if r.Err == nil {
-			return a.use(r.Val.(*entry), now)
+			return a.use(r.Val.(*entry), now, count)
 		}
 		// Still cached means not invalidated since: serve what was read.
-		if stale != nil && !errors.Is(r.Err, auth.ErrBadKey) && mono-stale.loaded < a.ttl && a.cache.get(h) == stale {
-			return a.use(stale, now)
+		if bridge && !errors.Is(r.Err, auth.ErrBadKey) && a.cache.get(h) == stale {
+			return a.use(stale, now, count)
 		}
 		return auth.Principal{}, r.Err
 	case <-ctx.Done():
@@ -243,9 +305,13 @@ func (a *Authenticator) load(key string, h *[32]byte) (*entry, error) {
 			return nil, errUnknown
 		}
 		if err != nil {
+			if !errors.Is(err, auth.ErrBadKey) {
+				a.failedAt.Store(max(a.mono(a.now()), 1))
+			}
 			return nil, err
 		}
 	default:
+		a.failedAt.Store(max(a.mono(a.now()), 1))
 		return nil, fmt.Errorf("accounts: look up key: %w", err)
 	}
 	e := a.newEntry(&cred, start)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/internal/testsvc"
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
@@ -426,5 +427,100 @@ func TestAuthenticate_PrefixGate(t *testing.T) {
 	clk.Add(prefixWindow)
 	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
 		t.Fatalf("the right key after the window: %v", err)
+	}
+}
+
+// TestAuthenticate_StaleIfError: with the revocation subscription live, a
+// key verified before the store went down keeps working past CacheTTL,
+// for StaleIfError; a revocation published meanwhile still stops it (the
+// store being down, it is then a store error, not a pass); past
+// StaleIfError the store's error comes back.
+func TestAuthenticate_StaleIfError(t *testing.T) {
+	f := newFixture(t)
+	r := testsvc.StartRedis(t)
+	clk := newClock()
+	a := New(Options{Store: f.st, Redis: redisClient(t, r), Now: clk.Now, CacheTTL: 60 * time.Second, StaleIfError: 5 * time.Minute})
+	other := New(Options{Store: f.st, Redis: redisClient(t, r)}) // another replica, publishing
+	run(t, a)
+	eventually(t, "subscription live", a.live)
+	ctx := context.Background()
+	key, _ := f.issue(t, f.user.ID, "inference")
+	key2, _ := f.issue(t, f.user.ID, "inference")
+	for _, k := range []string{key, key2} {
+		if _, err := a.Authenticate(ctx, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.st.down.Store(true)
+	// 90 s into the outage: past CacheTTL. The heartbeat keeps the
+	// subscription live on the moved clock.
+	clk.Add(90 * time.Second)
+	eventually(t, "subscription live at the new time", a.live)
+	reads := f.st.byHash.Load()
+	for range 3 {
+		if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+			t.Fatalf("90s into a store outage, a verified key: %v", err)
+		}
+	}
+	if n := f.st.byHash.Load() - reads; n > 1 {
+		t.Errorf("%d store reads for three requests a moment apart with the store down, want at most 1", n)
+	}
+
+	// A revocation reaches this replica through Redis while the store is
+	// down: the key is no longer served from the cache.
+	h2 := HashKey([]byte(key2))
+	other.Invalidate(ctx, h2[:])
+	eventually(t, "the invalidation applied", func() bool {
+		_, err := a.Authenticate(ctx, []byte(key2))
+		return err != nil
+	})
+	if _, err := a.Authenticate(ctx, []byte(key2)); errors.Is(err, auth.ErrBadKey) || !errors.Is(err, errStoreDown) {
+		t.Errorf("an invalidated key with the store down: %v, want the store's error", err)
+	}
+
+	clk.Add(5 * time.Minute)
+	eventually(t, "subscription live at the new time", a.live)
+	if _, err := a.Authenticate(ctx, []byte(key)); err == nil || !errors.Is(err, errStoreDown) {
+		t.Fatalf("past StaleIfError with the store down: %v, want the store's error", err)
+	}
+	f.st.down.Store(false)
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatalf("store back: %v", err)
+	}
+}
+
+// TestRecheck: a stream's recheck answers as Authenticate would (a
+// revoked key or disabled user is refused once the store says so) but
+// counts no use of the key.
+func TestRecheck(t *testing.T) {
+	f := newFixture(t)
+	clk := newClock()
+	a := New(Options{Store: f.st, Now: clk.Now})
+	ctx := context.Background()
+	key, k := f.issue(t, f.user.ID, "inference")
+	if _, err := a.Authenticate(ctx, []byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := a.Recheck(ctx, []byte(key)); err != nil {
+			t.Fatalf("a good key rechecked: %v", err)
+		}
+	}
+	if err := a.FlushUses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.Key(ctx, k.ID); got.UsageCount != 1 {
+		t.Errorf("usage_count %d after one request and three rechecks, want 1", got.UsageCount)
+	}
+	if err := f.st.RevokeKey(ctx, k.ID, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := HashKey([]byte(key))
+	a.Invalidate(ctx, h[:])
+	if err := a.Recheck(ctx, []byte(key)); !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a revoked key rechecked: %v, want a bad key", err)
+	}
+	if err := a.Recheck(ctx, []byte("nonsense")); !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a malformed key rechecked: %v, want a bad key", err)
 	}
 }

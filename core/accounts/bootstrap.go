@@ -28,9 +28,10 @@ const adminScopes = "inference,admin,audit"
 // with every scope, stored by its SHA-256 like an issued key whatever its
 // length. It is idempotent, and two replicas running it at once end with
 // one group, one user and one key. The environment is authoritative: a
-// bootstrap key revoked or expired in the store is replaced, and the admin
-// user is moved back to the admin group and reactivated. It returns the
-// admin user.
+// bootstrap key revoked or expired in the store is replaced, the admin
+// group made an admin group again if it was demoted, and the admin user
+// moved back to the admin group and reactivated. It returns the admin
+// user.
 func EnsureAdmin(ctx context.Context, st store.Store, key string) (store.User, error) {
 	if len(key) < minKeyLen || len(key) > maxKeyLen || key[:len(auth.KeyPrefix)] != auth.KeyPrefix {
 		return store.User{}, fmt.Errorf("accounts: ADMIN_API_KEY must start with %s and have %d to %d characters",
@@ -49,6 +50,13 @@ func EnsureAdmin(ctx context.Context, st store.Store, key string) (store.User, e
 
 func ensureAdminGroup(ctx context.Context, st store.Store) (store.Group, error) {
 	g, err := st.GroupByName(ctx, AdminGroup)
+	if err == nil && !g.IsAdmin {
+		// Demoted (by hand, or through the API before it refused to
+		// demote the last admin group): the bootstrap key would get 403
+		// everywhere, so the environment puts the flag back.
+		g.IsAdmin = true
+		return g, wrapBootstrap("restore is_admin of group "+AdminGroup, st.UpdateGroup(ctx, &g))
+	}
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return g, wrapBootstrap("read group "+AdminGroup, err)
 	}

@@ -53,6 +53,35 @@ func TestEnsureAdmin(t *testing.T) {
 	}
 }
 
+// TestEnsureAdmin_DemotedGroup: a bootstrap key whose group lost is_admin
+// has no admin scope; the next EnsureAdmin (a restart) gives it back.
+func TestEnsureAdmin_DemotedGroup(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	const key = "mr2_0123456789abcdef"
+	if _, err := EnsureAdmin(ctx, st, key); err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.GroupByName(ctx, AdminGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.IsAdmin = false
+	if err := st.UpdateGroup(ctx, &g); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := New(Options{Store: st}).Authenticate(ctx, []byte(key)); err != nil || p.Has(auth.ScopeAdmin) {
+		t.Fatalf("demoted: %+v, %v; want no admin scope", p, err)
+	}
+	if _, err := EnsureAdmin(ctx, st, key); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Options{Store: st}).Authenticate(ctx, []byte(key))
+	if err != nil || !p.Admin || !p.Has(auth.ScopeInference|auth.ScopeAdmin|auth.ScopeAudit) {
+		t.Fatalf("after EnsureAdmin on a demoted admin group: %+v, %v", p, err)
+	}
+}
+
 func TestEnsureAdmin_BadKey(t *testing.T) {
 	st := openStore(t)
 	for _, k := range []string{"", "mr2_short", "sk-0123456789abcdefghij", "mr2_" + string(make([]byte, 300))} {

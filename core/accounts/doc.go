@@ -33,9 +33,14 @@
 // against the clock. A load that raced an invalidation is used for the
 // requests that waited for it but not cached.
 //
-// If the store cannot be read, an entry younger than CacheTTL is still
-// served (the store that would record a revocation is the one that is
-// down); the error is returned when there is none.
+// If the store cannot be read, an entry is still served while it is
+// younger than StaleIfError (default 5 min) when the subscription is
+// live, since a revocation made meanwhile still arrives through Redis and
+// drops it, or younger than CacheTTL when it is not; for a second after a
+// failed read such an entry is served without asking the store again, so
+// a store that hangs does not hold every request for a lookup timeout.
+// The error is returned when there is no such entry (an unseen or
+// invalidated key): the server answers 503, not 401.
 //
 // # Floods
 //

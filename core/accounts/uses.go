@@ -73,12 +73,14 @@ func (a *Authenticator) FlushUses(ctx context.Context) error {
 // still hand out, so memory follows the keys in use.
 func (a *Authenticator) sweep() {
 	mono := a.mono(a.now())
-	a.cache.removeIf(func(e *entry) bool { return mono-e.loaded >= a.ttl })
+	// Kept until it can no longer bridge a store outage either.
+	keep := a.staleFor(mono)
+	a.cache.removeIf(func(e *entry) bool { return mono-e.loaded >= keep })
 	a.usesMu.Lock()
 	for id, u := range a.uses {
-		// An entry is used at most a.ttl after it was made (ref), so a
+		// The entries left were made (ref) less than keep ago, so a
 		// counter idle for twice that is referenced by nothing live.
-		if u.count.Load() == 0 && mono-u.ref.Load() > 2*a.ttl {
+		if u.count.Load() == 0 && mono-u.ref.Load() > 2*keep {
 			delete(a.uses, id)
 		}
 	}

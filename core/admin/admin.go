@@ -2,11 +2,13 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,9 +123,12 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte
 	// request, a data race. The store calls get their own bound.
 	cctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	status, out, allow := h.do(cctx, p, r)
-	if allow != "" {
-		ctx.Response.Header.Set("Allow", allow)
+	status, out, hdr := h.do(cctx, p, r)
+	if hdr.allow != "" {
+		ctx.Response.Header.Set("Allow", hdr.allow)
+	}
+	if hdr.retryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(hdr.retryAfter))
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
@@ -137,19 +142,26 @@ func (h *Handler) Do(ctx context.Context, p *auth.Principal, r Request) (status 
 	return status, body
 }
 
-func (h *Handler) do(ctx context.Context, p *auth.Principal, r Request) (int, []byte, string) {
+// answerHeaders are the headers an answer needs beyond its body.
+type answerHeaders struct {
+	allow      string // a 405's Allow
+	retryAfter int    // seconds; set on every 429 and 503
+}
+
+func (h *Handler) do(ctx context.Context, p *auth.Principal, r Request) (int, []byte, answerHeaders) {
 	c := &call{ctx: ctx, p: p, req: r}
 	v, err, allow := h.route(c)
+	hdr := answerHeaders{allow: allow}
 	status := fasthttp.StatusOK
 	if err != nil {
-		status, v = h.failure(c, err)
+		status, v, hdr.retryAfter = h.failure(c, err)
 	}
 	out, merr := json.Marshal(v)
 	if merr != nil {
 		h.log.Error("encode response", "path", r.Path, "err", merr)
-		return fasthttp.StatusInternalServerError, []byte(`{"detail":"internal error"}`), ""
+		return fasthttp.StatusInternalServerError, []byte(`{"detail":"internal error"}`), answerHeaders{}
 	}
-	return status, out, allow
+	return status, out, hdr
 }
 
 // call is one request in flight.
@@ -166,7 +178,18 @@ func (c *call) id() int64 { return c.ids[0] }
 type apiError struct {
 	Status int
 	Detail string
+	// RetryAfter is the Retry-After of a 429 or 503, in seconds (0: the
+	// default, defaultRetryAfter).
+	RetryAfter int
 }
+
+// defaultRetryAfter is the Retry-After of a 429 or 503 that names none;
+// storeRetryAfter that of an answer the store's outage made: long enough
+// for a connection pool to find a restarted or failed-over database.
+const (
+	defaultRetryAfter = 1
+	storeRetryAfter   = 2
+)
 
 func (e *apiError) Error() string { return e.Detail }
 
@@ -180,16 +203,27 @@ type detail struct {
 	Detail string `json:"detail"`
 }
 
-// failure turns err into a status and body. Anything not an apiError is a
-// server fault: logged with its text, answered without it.
-func (h *Handler) failure(c *call, err error) (int, any) {
+// failure turns err into a status, body and Retry-After (seconds, 0 for
+// none). A store that cannot be reached is a 503 with Retry-After: the
+// client should retry, not report a bug. Anything else not an apiError is
+// a server fault: logged with its text, answered without it.
+func (h *Handler) failure(c *call, err error) (int, any, int) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae.Status, detail{ae.Detail}
+		ra := 0
+		if ae.Status == fasthttp.StatusServiceUnavailable || ae.Status == fasthttp.StatusTooManyRequests {
+			ra = cmp.Or(ae.RetryAfter, defaultRetryAfter)
+		}
+		return ae.Status, detail{ae.Detail}, ra
+	}
+	if store.Unavailable(err) {
+		h.log.LogAttrs(c.ctx, slog.LevelWarn, "admin request failed: the store is unavailable",
+			slog.String("method", c.req.Method), slog.String("path", c.req.Path), slog.String("err", err.Error()))
+		return fasthttp.StatusServiceUnavailable, detail{"The account store is unavailable right now; retry shortly."}, storeRetryAfter
 	}
 	h.log.LogAttrs(c.ctx, slog.LevelError, "admin request failed",
 		slog.String("method", c.req.Method), slog.String("path", c.req.Path), slog.String("err", err.Error()))
-	return fasthttp.StatusInternalServerError, detail{"internal error"}
+	return fasthttp.StatusInternalServerError, detail{"internal error"}, 0
 }
 
 // record writes the admin audit log entry of a change. A failure to record

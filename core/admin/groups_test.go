@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -85,4 +86,32 @@ func TestGroups_Errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGroups_LastAdminGroup: taking is_admin from the last admin group
+// with an active member is a 409 (the bootstrap key demoting its own
+// group locked every admin out); once another admin group has an active
+// member, it is allowed.
+func TestGroups_LastAdminGroup(t *testing.T) {
+	e := newEnv(t)
+	admin := fmt.Sprintf("/api/admin/groups/%d", e.groups["admin"].ID)
+	if d := e.fail(e.adminKey, "PATCH", admin, map[string]any{"is_admin": false}, 409); !strings.Contains(d, "last admin group") {
+		t.Errorf("detail %q", d)
+	}
+	if got := e.ok(e.adminKey, "GET", admin, nil); got["is_admin"] != true {
+		t.Fatalf("the refused change was stored: %v", got)
+	}
+	// Other changes to it still go through.
+	e.ok(e.adminKey, "PATCH", admin, map[string]any{"rpm_limit": 100, "is_admin": true})
+	ops := e.ok(e.adminKey, "POST", "/api/admin/groups", map[string]any{"name": "ops", "is_admin": true})
+	// An admin group nobody is in does not count.
+	e.fail(e.adminKey, "PATCH", admin, map[string]any{"is_admin": false}, 409)
+	g, err := e.st.GroupByName(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.groups["ops"] = g
+	_, opsKey := e.mkUser("opal", "ops", "inference,admin")
+	e.ok(e.adminKey, "PATCH", admin, map[string]any{"is_admin": false})
+	e.fail(opsKey, "PATCH", fmt.Sprintf("/api/admin/groups/%d", num(ops["id"])), map[string]any{"is_admin": false}, 409)
 }

@@ -54,7 +54,7 @@ func (h *Handler) importUserKey(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp, err := h.keyExpiry(in.ExpiresAt, g, false)
+	exp, err := h.keyExpiry(in.ExpiresAt, g, false, nil)
 	if err != nil {
 		return nil, err
 	}

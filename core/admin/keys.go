@@ -56,20 +56,39 @@ func keyScopes(in []string, g store.Group, self bool, p *auth.Principal) (string
 	return accounts.FormatScopes(want), nil // the spelling the authenticator reads
 }
 
-// keyExpiry resolves expires_at against the group's policy.
-func (h *Handler) keyExpiry(in nullable[string], g store.Group, self bool) (*time.Time, error) {
+// keyExpiry resolves expires_at against the group's policy and, for a key
+// a user issues themselves, the calling key's own expiry (ceiling, nil:
+// none): a key cannot mint a key that outlives it, or a short-lived key
+// (leaked, or handed out for an hour) would be a way to a long-lived one.
+// Absent, expires_at is the earlier of the two; asked for past the
+// ceiling (or never), it is a 400 that names the ceiling.
+func (h *Handler) keyExpiry(in nullable[string], g store.Group, self bool, ceiling *time.Time) (*time.Time, error) {
 	now := h.now().UTC()
 	var def *time.Time
 	if g.KeyExpiryDays > 0 {
 		t := now.Add(time.Duration(g.KeyExpiryDays) * 24 * time.Hour)
 		def = &t
 	}
+	if !self {
+		ceiling = nil
+	}
+	outlives := func() error {
+		return badRequest(fmt.Sprintf("field expires_at: a key may not outlive the key that creates it, which expires at %s",
+			ceiling.UTC().Format(time.RFC3339)))
+	}
 	if !in.Set {
+		if ceiling != nil && (def == nil || def.After(*ceiling)) {
+			c := ceiling.UTC()
+			return &c, nil
+		}
 		return def, nil
 	}
 	if in.Null {
 		if self && def != nil {
 			return nil, badRequest(fmt.Sprintf("field expires_at: keys of group '%s' expire within %d days", g.Name, g.KeyExpiryDays))
+		}
+		if ceiling != nil {
+			return nil, outlives()
 		}
 		return nil, nil
 	}
@@ -83,7 +102,29 @@ func (h *Handler) keyExpiry(in nullable[string], g store.Group, self bool) (*tim
 	if self && def != nil && t.After(*def) {
 		return nil, badRequest(fmt.Sprintf("field expires_at: keys of group '%s' expire within %d days", g.Name, g.KeyExpiryDays))
 	}
+	if ceiling != nil && t.After(*ceiling) {
+		return nil, outlives()
+	}
 	return &t, nil
+}
+
+// callerExpiry is the calling key's expiry (nil: never), the ceiling of
+// a key it issues for its own user.
+func (h *Handler) callerExpiry(c *call) (*time.Time, error) {
+	if c.p.KeyNum == 0 {
+		return nil, nil // a key the store does not hold (auth.AdminKey): no expiry
+	}
+	k, err := h.st.Key(c.ctx, c.p.KeyNum)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(fasthttp.StatusForbidden, "the calling API key no longer exists")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the calling key: %w", err)
+	}
+	if k.Status != store.KeyActive || k.UserID != c.p.UserID {
+		return nil, errorf(fasthttp.StatusForbidden, "the calling API key is no longer active")
+	}
+	return k.ExpiresAt, nil
 }
 
 // issueKey creates a key for u: the one response that carries a key.
@@ -103,7 +144,13 @@ func (h *Handler) issueKey(c *call, u store.User, self bool) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp, err := h.keyExpiry(in.ExpiresAt, g, self)
+	var ceiling *time.Time
+	if self {
+		if ceiling, err = h.callerExpiry(c); err != nil {
+			return nil, err
+		}
+	}
+	exp, err := h.keyExpiry(in.ExpiresAt, g, self, ceiling)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/accounts"
 	"github.com/mindrouter/mindrouter/core/auth"
+	"github.com/mindrouter/mindrouter/core/store"
 )
 
 func TestMe_ProfileUsageAndKeys(t *testing.T) { meKeys(t, newEnv(t)) }
@@ -125,4 +127,52 @@ func TestMe_BootstrapKey(t *testing.T) {
 	if ev := e.lastEvent(); ev.ActorID != 0 || ev.ActorKey != "admin:abcd…" || ev.RemoteAddr != "192.0.2.1" {
 		t.Errorf("event %+v", ev)
 	}
+}
+
+// TestMe_KeyOutlivesCaller: a key issued through /api/me/api-keys expires
+// no later than the key that issues it. Absent, expires_at is clamped to
+// the calling key's; asked for later, or never, it is a 400 naming the
+// ceiling. An admin issuing for a user through the admin API is not bound
+// by the admin's own key.
+func TestMe_KeyOutlivesCaller(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ceiling := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	for _, tc := range []struct {
+		name string
+		user store.User
+	}{{"student", e.alice}, {"admin group without key expiry", e.admin}} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, prefix, hash, err := accounts.NewKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.mu.Lock()
+			e.secrets = append(e.secrets, key)
+			e.mu.Unlock()
+			if err := e.st.CreateKey(ctx, &store.APIKey{UserID: tc.user.ID, Name: "hour", Prefix: prefix, Hash: hash,
+				Scopes: "inference", Status: store.KeyActive, ExpiresAt: &ceiling}); err != nil {
+				t.Fatal(err)
+			}
+			m := e.newKey(key, "/api/me/api-keys", map[string]any{"name": "default"})
+			if exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["expires_at"])); err != nil || exp.After(ceiling) {
+				t.Errorf("default expiry %v (%v), want at most %v", m["expires_at"], err, ceiling)
+			}
+			for _, body := range []map[string]any{
+				{"name": "later", "expires_at": ceiling.Add(time.Minute).Format(time.RFC3339)},
+				{"name": "never", "expires_at": nil},
+			} {
+				if d := e.fail(key, "POST", "/api/me/api-keys", body, 400); !strings.Contains(d, "may not outlive") && !strings.Contains(d, "expire within") {
+					t.Errorf("%v: detail %q", body, d)
+				}
+			}
+			earlier := ceiling.Add(-30 * time.Minute)
+			m = e.newKey(key, "/api/me/api-keys", map[string]any{"name": "earlier", "expires_at": earlier.Format(time.RFC3339)})
+			if exp, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["expires_at"])); !exp.Equal(earlier) {
+				t.Errorf("an earlier expiry was changed: %v, want %v", m["expires_at"], earlier)
+			}
+		})
+	}
+	// Through the admin API the admin's own key is no ceiling.
+	e.newKey(e.adminKey, fmt.Sprintf("/api/admin/users/%d/api-keys", e.bob.ID), map[string]any{"name": "long"})
 }

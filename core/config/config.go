@@ -261,6 +261,15 @@ type Accounts struct {
 	// KeyCacheTTL is how long a verified key is trusted while revocations
 	// arrive through Redis (default 60s); without Redis, 1s.
 	KeyCacheTTL Duration `yaml:"key_cache_ttl"`
+	// StaleIfError is how long a key verified before the store became
+	// unreachable keeps working while revocations still arrive through
+	// Redis (default 5m; a value under key_cache_ttl counts as
+	// key_cache_ttl).
+	StaleIfError Duration `yaml:"stale_if_error"`
+	// StreamRecheck is how often a stream in flight checks again that its
+	// key is still valid (not revoked or expired, its user active), and
+	// ends in the client's dialect when not (default 1s; 0: never).
+	StreamRecheck Duration `yaml:"stream_recheck"`
 	// SeedGroups creates the usual groups on first start (default true).
 	SeedGroups *bool `yaml:"seed_groups"`
 }
@@ -477,7 +486,8 @@ func Default() *Config {
 		DataDir:   "data",
 		Store:     Store{Driver: "sqlite", DSN: "mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
-		Accounts:  Accounts{KeyCacheTTL: Duration(60 * time.Second)},
+		Accounts: Accounts{KeyCacheTTL: Duration(60 * time.Second), StaleIfError: Duration(5 * time.Minute),
+			StreamRecheck: Duration(time.Second)},
 		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
 		Retries:   Retries{MaxAttempts: 3, AttemptTimeout: Duration(60 * time.Second)},
 		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
@@ -685,6 +695,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Accounts.KeyCacheTTL < Duration(time.Second) {
 		add("accounts.key_cache_ttl: must be at least 1s")
+	}
+	if c.Accounts.StaleIfError < 0 {
+		add("accounts.stale_if_error: must not be negative")
+	}
+	if c.Accounts.StreamRecheck < 0 || (c.Accounts.StreamRecheck > 0 && c.Accounts.StreamRecheck < Duration(100*time.Millisecond)) {
+		add("accounts.stream_recheck: must be 0 (never) or at least 100ms")
 	}
 	switch c.Quota.RedisDown {
 	case "local", "open", "closed":

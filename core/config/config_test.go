@@ -90,3 +90,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParse_Accounts(t *testing.T) {
+	c, err := Parse([]byte("accounts: {key_cache_ttl: 2m}\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Accounts.StaleIfError.D() != 5*time.Minute || c.Accounts.StreamRecheck.D() != time.Second {
+		t.Errorf("defaults: %+v", c.Accounts)
+	}
+	if _, err := Parse([]byte("accounts: {stream_recheck: 0s, stale_if_error: 30s}\n"), "."); err != nil {
+		t.Errorf("stream_recheck 0 (never) and a short stale_if_error: %v", err)
+	}
+	for _, bad := range []string{"accounts: {stream_recheck: 10ms}\n", "accounts: {stream_recheck: -1s}\n", "accounts: {stale_if_error: -1s}\n"} {
+		if _, err := Parse([]byte(bad), "."); err == nil || !strings.Contains(err.Error(), "accounts.") {
+			t.Errorf("%q: %v, want an accounts error", bad, err)
+		}
+	}
+}

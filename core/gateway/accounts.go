@@ -102,7 +102,8 @@ func openAccounts(ctx context.Context, o *Options, log *slog.Logger) (*accountsP
 		a.rdb = redisconn.New(cfg.Redis, redisconn.Timeouts{Dial: t, Command: t, Retries: -1})
 		rc = a.rdb
 	}
-	a.authn = accounts.New(accounts.Options{Store: a.st, Redis: rc, CacheTTL: cfg.Accounts.KeyCacheTTL.D(), Log: log})
+	a.authn = accounts.New(accounts.Options{Store: a.st, Redis: rc, CacheTTL: cfg.Accounts.KeyCacheTTL.D(),
+		StaleIfError: cfg.Accounts.StaleIfError.D(), Log: log})
 	a.limiter = quota.New(quota.Options{Redis: rc, Store: a.st, Replica: o.Replica, RedisDown: quota.Mode(cfg.Quota.RedisDown),
 		Lease: cfg.Quota.Lease.D(), PersistEvery: cfg.Quota.PersistInterval.D(), Log: log})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

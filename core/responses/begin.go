@@ -146,6 +146,9 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 	case !store:
 		return body, nil, nil
 	}
+	if err := k.gate.check(ctx); err != nil {
+		return nil, nil, err
+	}
 	return body, &turn{k: k, owner: p.UserID, requestID: requestID, store: true, lazy: true, raw: input}, nil
 }
 
@@ -201,6 +204,9 @@ func (k *Keeper) beginFull(ctx context.Context, p *auth.Principal, requestID str
 	}
 	if !req.store && req.convID == "" {
 		return out, nil, nil
+	}
+	if err := k.gate.check(ctx); err != nil {
+		return nil, nil, err
 	}
 	t := &turn{k: k, owner: owner, requestID: requestID, store: req.store, prevID: req.prevID, convID: req.convID,
 		items: items, blobs: bs.blobs, refs: bs.refs}

@@ -310,10 +310,29 @@ func (r *resolver) liveJSON(p *fastjson.Parser, a *fastjson.Arena, stored []byte
 	return appendValue(nil, v), nil
 }
 
-// storeErr is a store failure as the client sees it: a 500 that names
-// nothing inside.
+// storeErr is a store failure as the client sees it: a 503 with
+// Retry-After when the store cannot be reached (the client should retry,
+// and nothing was generated or lost), else a 500 that names nothing
+// inside.
 func storeErr(what string, err error) error {
-	return apierr.Wrap(canon.ErrInternal, "internal_error", "internal error", fmt.Errorf("responses: %s: %w", what, err))
+	cause := fmt.Errorf("responses: %s: %w", what, err)
+	if store.Unavailable(err) {
+		return errStoreDown(cause)
+	}
+	return apierr.Wrap(canon.ErrInternal, "internal_error", "internal error", cause)
+}
+
+// storeRetryAfter is the Retry-After, in seconds, of an answer the
+// store's outage made: long enough for a connection pool to find a
+// restarted or failed-over database.
+const storeRetryAfter = 2
+
+// errStoreDown is the 503 of a request the store could not serve.
+func errStoreDown(cause error) *apierr.Error {
+	e := apierr.Wrap(canon.ErrOverloaded, "store_unavailable",
+		"The store that keeps responses and conversations is unavailable right now; retry shortly.", cause)
+	e.RetryAfter = storeRetryAfter
+	return e
 }
 
 // itemName names an item in an error: the parameter, and its index when

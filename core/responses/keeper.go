@@ -62,6 +62,7 @@ type Keeper struct {
 	log     *slog.Logger
 	parsers fastjson.ParserPool
 	arenas  fastjson.ArenaPool
+	gate    *storeGate // refuses requests that would store while the store is down (gate.go)
 }
 
 var _ server.Keeper = (*Keeper)(nil)
@@ -89,7 +90,7 @@ func New(st store.ResponseStore, opts Options, log *slog.Logger) *Keeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{st: st, opts: opts, log: log.With("component", "responses")}
+	return &Keeper{st: st, opts: opts, log: log.With("component", "responses"), gate: newGate(st)}
 }
 
 func (k *Keeper) now() time.Time { return k.opts.Clock() }

@@ -188,6 +188,9 @@ func (k *Keeper) writeError(c context.Context, ctx *fasthttp.RequestCtx, err err
 	b = append(b, `,"code":`...)
 	b = nullable(b, e.Code)
 	b = append(b, "}}"...)
+	if ra := e.RetryAfterSeconds(); ra > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(ra))
+	}
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)

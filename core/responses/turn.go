@@ -216,7 +216,9 @@ func (t *turn) finish(resp *fastjson.Value) {
 		r := &store.StoredResponse{ID: id, OwnerID: t.owner, Model: clip(resp.GetStringBytes("model"), 255),
 			PreviousID: t.prevID, ConversationID: t.convID, Input: t.input, Response: appendValue(nil, resp),
 			BlobRefs: t.refs, CreatedAt: now, TouchedAt: now}
-		if err := t.k.st.PutResponse(ctx, r, t.blobs); err != nil {
+		err := t.k.putResponse(ctx, r, t.blobs)
+		t.k.gate.wrote(err)
+		if err != nil {
 			t.k.log.LogAttrs(ctx, slog.LevelWarn, "store response", slog.String("req_id", t.requestID), slog.Any("err", err))
 		}
 	}
@@ -236,7 +238,9 @@ func (t *turn) finish(resp *fastjson.Value) {
 		}
 		items = append(items, store.ConversationItem{ItemID: string(itemID), Item: appendValue(nil, o)})
 	}
-	if err := t.k.st.AppendConversationItems(ctx, t.owner, t.convID, items, t.blobs, now); err != nil {
+	err := t.k.st.AppendConversationItems(ctx, t.owner, t.convID, items, t.blobs, now)
+	t.k.gate.wrote(err)
+	if err != nil {
 		t.k.log.LogAttrs(ctx, slog.LevelWarn, "append to conversation", slog.String("req_id", t.requestID), slog.Any("err", err))
 	}
 }

@@ -34,32 +34,51 @@ func trusted(proxies []netip.Prefix, a netip.Addr) bool {
 // clientAddr is the client's address for the audit: the peer, or, when
 // the peer is a trusted proxy, the right-most address of X-Forwarded-For
 // that is not a trusted proxy (addresses left of it are the client's own
-// claims and cannot be believed).
+// claims and cannot be believed). Every X-Forwarded-For line counts, in
+// the order received, as one comma-separated list: a proxy may append a
+// line of its own (HAProxy's option forwardfor) instead of extending the
+// client's, and reading only the first line would believe the client.
 func clientAddr(ctx *fasthttp.RequestCtx, proxies []netip.Prefix) netip.Addr {
 	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
 	peer = peer.Unmap()
 	if len(proxies) == 0 || !trusted(proxies, peer) {
 		return peer
 	}
-	xff := ctx.Request.Header.Peek("X-Forwarded-For")
-	for len(xff) > 0 {
-		i := bytes.LastIndexByte(xff, ',')
-		part := bytes.TrimSpace(xff[i+1:])
-		xff = xff[:max(i, 0)]
-		a, err := netip.ParseAddr(string(part))
-		if err != nil {
-			return peer // a malformed hop: trust nothing beyond the proxy
-		}
-		a = a.Unmap()
-		if !trusted(proxies, a) {
-			return a
-		}
-		if i < 0 {
-			return a
+	var buf [4][]byte
+	lines := buf[:0]
+	// All, not PeekAll: PeekAll adds the request's trailers, which a
+	// client writes after every proxy's header and so could forge the
+	// right-most hop.
+	for k, v := range ctx.Request.Header.All() {
+		if bytes.EqualFold(k, xffHeader) {
+			lines = append(lines, v)
 		}
 	}
-	return peer
+	last := peer
+	for i := len(lines) - 1; i >= 0; i-- {
+		xff := lines[i]
+		for len(xff) > 0 {
+			j := bytes.LastIndexByte(xff, ',')
+			part := bytes.TrimSpace(xff[j+1:])
+			xff = xff[:max(j, 0)]
+			a, err := netip.ParseAddr(string(part))
+			if err != nil {
+				return peer // a malformed hop: trust nothing beyond the proxy
+			}
+			a = a.Unmap()
+			if !trusted(proxies, a) {
+				return a
+			}
+			last = a
+			if j < 0 {
+				break
+			}
+		}
+	}
+	return last // only proxies: the left-most hop
 }
+
+var xffHeader = []byte("X-Forwarded-For")
 
 // noteClient keeps what the audit needs from the request's headers (the
 // exchange outlives a stream's RequestCtx).

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +43,40 @@ func TestClientAddr(t *testing.T) {
 		if got := clientAddr(&ctx, p).String(); got != tc.want {
 			t.Errorf("peer %s xff %q: %s, want %s", tc.peer, tc.xff, got, tc.want)
 		}
+	}
+}
+
+// TestClientAddr_EveryLine: X-Forwarded-For given on several lines (a
+// proxy that appends a line of its own) is one list in the order received:
+// a forged first line does not win.
+func TestClientAddr_EveryLine(t *testing.T) {
+	proxies := parseProxies([]string{"10.0.0.0/8"})
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"proxy appends a line", []string{"6.6.6.6", "198.51.100.7"}, "198.51.100.7"},
+		{"proxy line, then a trusted hop", []string{"6.6.6.6", "198.51.100.7", "10.0.0.2"}, "198.51.100.7"},
+		{"trusted hops across lines", []string{"6.6.6.6, 198.51.100.7", "10.0.0.3, 10.0.0.2"}, "198.51.100.7"},
+		{"only proxies across lines", []string{"10.0.0.9", "10.0.0.2"}, "10.0.0.9"},
+		{"malformed last line", []string{"198.51.100.7", "junk"}, "10.1.2.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := "GET /v1/models HTTP/1.1\r\nHost: gw\r\n"
+			for _, l := range tc.lines {
+				raw += "X-Forwarded-For: " + l + "\r\n"
+			}
+			var req fasthttp.Request
+			if err := req.Read(bufio.NewReader(strings.NewReader(raw + "\r\n"))); err != nil {
+				t.Fatal(err)
+			}
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 1}, nil)
+			if got := clientAddr(&ctx, proxies).String(); got != tc.want {
+				t.Errorf("lines %q: %s, want %s", tc.lines, got, tc.want)
+			}
+		})
 	}
 }
 

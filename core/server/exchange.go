@@ -73,6 +73,10 @@ type inbound struct {
 	// maxOutput caps the request's output tokens to what its token
 	// budget reservation covers (0: no cap); sent as abi.MetaMaxOutput.
 	maxOutput int
+	// key is a copy of the request's key and recheckAt when a stream
+	// checks it again (recheck.go; zero: never).
+	key       []byte
+	recheckAt time.Time
 
 	body     []byte // the client's request body
 	bodyHeld int64  // bytes counted against limits.max_buffered_body_bytes
@@ -101,6 +105,7 @@ func (in *inbound) reset() {
 	in.ticket, in.turn = nil, nil
 	in.ip, in.ua = netip.Addr{}, in.ua[:0]
 	in.estIn, in.maxOutput = 0, 0
+	in.forgetKey()
 	in.body, in.bodyHeld = in.body[:0], 0
 	in.req = plugcall.Request{}
 	in.canon = in.canon[:0]

@@ -125,6 +125,10 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 	}
 	for !ex.backendDone {
 		nr, rerr := body.Read(ex.rbuf)
+		if nr > 0 && ex.keyRefused(time.Now()) { // recheck.go
+			ex.streamFail(w, errKeyRefused())
+			return
+		}
 		if nr > 0 {
 			ex.list = ex.list[:0]
 			if err := ex.split.Feed(ex.rbuf[:nr], ex.emitFn); err != nil {

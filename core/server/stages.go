@@ -90,6 +90,7 @@ func authenticateScope(ctx *fasthttp.RequestCtx, ex *exchange, authn auth.Authen
 	}
 	ex.principal = p
 	ex.out.KeyID, ex.out.User, ex.out.Group = p.KeyID, p.User, p.Group
+	ex.noteKey(key) // recheck.go: a stream checks it again
 	return nil
 }
 

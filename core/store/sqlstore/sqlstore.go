@@ -209,17 +209,72 @@ func retryable(err error) bool {
 func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return fmt.Errorf("begin transaction: %w", markUnavailable(err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return markUnavailable(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", markUnavailable(err))
 	}
 	return nil
 }
+
+// Ping reports whether the database answers now; its error wraps
+// store.ErrUnavailable or is one store.Unavailable recognises when not.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping the %s store: %w", s.dialect, markUnavailable(err))
+	}
+	return nil
+}
+
+// MySQL and MariaDB error numbers that mean "not now" rather than "not
+// this": the call may succeed when retried shortly.
+const (
+	myTooManyConnections = 1040
+	myServerShutdown     = 1053
+	myQueryInterrupted   = 1317
+	myConnectionKilled   = 1927 // MariaDB
+)
+
+// markUnavailable wraps err with store.ErrUnavailable when it means the
+// database could not serve the call now: the driver's lost connection
+// (which database/sql does not see as one once a statement was sent), a
+// server shutting down or full, a lock wait or deadlock, SQLite busy or
+// locked. Errors store.Unavailable recognises by themselves (refused
+// connections, deadlines) are left as they are.
+func markUnavailable(err error) error {
+	if err == nil || errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	unavailable := errors.Is(err, mysql.ErrInvalidConn)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case myTooManyConnections, myServerShutdown, myQueryInterrupted, myConnectionKilled, myLockWaitTimeout, myDeadlock:
+			unavailable = true
+		}
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary result code
+		case sqliteBusy, sqliteLocked:
+			unavailable = true
+		}
+	}
+	if !unavailable {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}
+
+// SQLite primary result codes for a database another connection holds.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
 
 // fail wraps err with what was being done, mapping a missing row to
 // store.ErrNotFound and a unique or foreign-key violation to
@@ -234,7 +289,7 @@ func fail(err error, what string) error {
 	case isConflict(err):
 		return fmt.Errorf("%s: %w", what, store.ErrConflict)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s: %w", what, markUnavailable(err))
 }
 
 // MySQL error numbers and SQLite extended result codes that mean a
