@@ -309,6 +309,9 @@ func (p *Plugin) requestMeta() {
 	if p.req.MaxTokens > 0 {
 		p.out.meta = appendMetaInt(p.out.meta, abi.MetaMaxTokens, p.req.MaxTokens)
 	}
+	if n := max(p.req.N, 1) * max(len(p.req.Prompt), 1); n > 1 {
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaChoices, n)
+	}
 }
 
 // contextLength sets p.req.ContextLength from request_encode's meta and

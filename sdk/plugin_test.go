@@ -234,7 +234,8 @@ func TestUsageMeta(t *testing.T) {
 func TestRequestDecodeMeta(t *testing.T) {
 	p := NewTranslator(Manifest{Name: "t"}, maxTokTranslator{})
 	r := result(t, p.Call(abi.OpRequestDecode, call(0, nil, nil, []byte("x"))))
-	for k, v := range map[string]string{abi.MetaModel: "m\x00stream\x001", abi.MetaStream: "1", abi.MetaIncludeUsage: "0", abi.MetaMaxTokens: "256"} {
+	for k, v := range map[string]string{abi.MetaModel: "m\x00stream\x001", abi.MetaStream: "1", abi.MetaIncludeUsage: "0", abi.MetaMaxTokens: "256",
+		abi.MetaChoices: "6"} {
 		if got, _ := abi.MetaGet(r.Meta, k); string(got) != v {
 			t.Errorf("meta %s = %q, want %q", k, got, v)
 		}
@@ -245,6 +246,7 @@ type maxTokTranslator struct{ Unimplemented }
 
 func (maxTokTranslator) DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error {
 	req.Model, req.Stream, req.MaxTokens = "m\x00stream\x001", true, 256
+	req.N, req.Prompt = 3, []string{"a", "b"} // 6 sequences: the budget reserves each one's output
 	return nil
 }
 

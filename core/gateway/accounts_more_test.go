@@ -392,3 +392,75 @@ func TestAccounts_SyncBackendsNodes(t *testing.T) {
 		t.Errorf("unknown node: %v", err)
 	}
 }
+
+// quotaUsed is the user's tokens used as the admin API reports them.
+func quotaUsed(t *testing.T, base string, uid int64) int64 {
+	t.Helper()
+	var rep struct {
+		TokensUsed int64 `json:"tokens_used"`
+	}
+	if st := callAPI(t, base, adminKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", uid), nil, &rep); st != 200 {
+		t.Fatalf("quota usage: %d", st)
+	}
+	return rep.TokensUsed
+}
+
+// n choices cost n times the output: the budget reserves and caps every
+// choice, so a request for many choices stays within the budget, streamed
+// or not, with or without max_tokens.
+func TestAccounts_BudgetCoversEveryChoice(t *testing.T) {
+	t.Parallel()
+	const budget = 3000
+	e := startEnv(t, fakellm.Config{Tokens: 2000, TPS: 100_000}, fakellm.Config{}, "")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		n         int64
+		maxTokens int64 // 0: none
+		stream    bool
+	}{
+		{"n 20 max_tokens 1000", 20, 1000, false},
+		{"n 50 streamed without max_tokens", 50, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uid, k := newUser(t, e.base, "choices"+strconv.FormatInt(tc.n, 10), "staff",
+				map[string]any{"token_budget_override": budget, "rpm_limit_override": 100}, nil)
+			p := chatParams(vllmModel, "Write a long essay about gateways.")
+			p.N = openai.Int(tc.n)
+			if tc.maxTokens > 0 {
+				p.MaxTokens = openai.Int(tc.maxTokens)
+			}
+			c := client(e, k.FullKey)
+			var usage openai.CompletionUsage
+			var choices int
+			if tc.stream {
+				p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+				s := c.Chat.Completions.NewStreaming(ctx, p)
+				var acc openai.ChatCompletionAccumulator
+				for s.Next() {
+					acc.AddChunk(s.Current())
+				}
+				if err := s.Err(); err != nil {
+					t.Fatal(err)
+				}
+				usage, choices = acc.Usage, len(acc.Choices)
+			} else {
+				r, err := c.Chat.Completions.New(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				usage, choices = r.Usage, len(r.Choices)
+			}
+			if choices != int(tc.n) || usage.CompletionTokens < tc.n {
+				t.Fatalf("%d choices, usage %+v: want %d choices with output each", choices, usage, tc.n)
+			}
+			if used := usage.PromptTokens + usage.CompletionTokens; used > budget {
+				t.Errorf("the backend generated %d tokens (prompt %d, completion %d) on a budget of %d",
+					used, usage.PromptTokens, usage.CompletionTokens, budget)
+			}
+			if got := quotaUsed(t, e.base, uid); got > budget {
+				t.Errorf("charged %d tokens on a budget of %d", got, budget)
+			}
+		})
+	}
+}

@@ -51,8 +51,12 @@ type Request struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
-	MaxTokens    int    // 0: not set
-	Canonical    []byte // canonical request JSON (aliases the call buffers)
+	MaxTokens    int // 0: not set
+	// Choices is how many sequences the request generates (n, times the
+	// prompts of a text completion); 0 or 1: one. The fused request op
+	// leaves it as the routing fields had it.
+	Choices   int
+	Canonical []byte // canonical request JSON (aliases the call buffers)
 }
 
 // DecodeRequest runs the translator's request_decode op.
@@ -65,6 +69,7 @@ func (c *Calls) DecodeRequest(ctx context.Context, t *pluginhost.Version, body [
 	r.Stream = metaFlag(m, abi.MetaStream)
 	r.IncludeUsage = metaFlag(m, abi.MetaIncludeUsage)
 	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
+	r.Choices = metaInt(m, abi.MetaChoices)
 	r.Canonical = c.t.Payload
 	return nil
 }

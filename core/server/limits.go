@@ -89,6 +89,9 @@ func denied(d *quota.Denied) error {
 // reservation covers (abi.MetaMaxOutput): a stream ends cleanly, with the
 // finish reason "length", where the budget ends, instead of running past
 // it. A request without max_tokens reserves quota.default_max_tokens.
+// The cap applies to each choice, so a request for n choices reserves n
+// times the output and gets the reservation's output divided by n: at
+// least one token each, or a refusal when the budget cannot cover that.
 func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 	if ex.ticket == nil || ex.principal.Limits.TokenBudget <= 0 {
 		return nil
@@ -96,12 +99,13 @@ func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 	est := inputEstimate(ex.body)
 	ex.estIn = est
 	want, min := est, est
+	choices := int64(max(ex.req.Choices, 1))
 	if !unary {
 		out := int64(ex.req.MaxTokens)
 		if out <= 0 {
 			out = int64(ex.s.cfg.Quota.DefaultMaxTokens)
 		}
-		want, min = est+out, est+1
+		want, min = est+choices*out, est+choices
 	}
 	granted, err := ex.ticket.Reserve(ex.ctx, min, want)
 	st := ex.ticket.Status()
@@ -114,7 +118,7 @@ func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 		return err
 	}
 	if !unary && (granted < want || ex.req.MaxTokens <= 0) {
-		ex.maxOutput = int(granted - est)
+		ex.maxOutput = int((granted - est) / choices)
 	}
 	return nil
 }

@@ -609,12 +609,19 @@ func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
 // separators let a NUL in a client's model name forge pairs). Which op
 // reads or writes which key is documented on the ops.
 const (
-	MetaRoute         = "route"          // in, translator ops: route name from the manifest
-	MetaKind          = "kind"           // in, translator ops: the route's endpoint kind
-	MetaModel         = "model"          // out, request_decode; in, response/stream encode
-	MetaStream        = "stream"         // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
-	MetaIncludeUsage  = "include_usage"  // out, request_decode; in, stream_encode ("1"/"0")
-	MetaMaxTokens     = "max_tokens"     // out, request_decode: the requested output cap (decimal), absent when unset
+	MetaRoute        = "route"         // in, translator ops: route name from the manifest
+	MetaKind         = "kind"          // in, translator ops: the route's endpoint kind
+	MetaModel        = "model"         // out, request_decode; in, response/stream encode
+	MetaStream       = "stream"        // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
+	MetaIncludeUsage = "include_usage" // out, request_decode; in, stream_encode ("1"/"0")
+	MetaMaxTokens    = "max_tokens"    // out, request_decode: the requested output cap (decimal), absent when unset
+	// MetaChoices: out, request_decode: how many sequences the request
+	// generates (decimal: choices per prompt times prompts), absent when
+	// one. The host multiplies the output it reserves from a token budget
+	// by it (and divides the output cap it grants, abi.MetaMaxOutput,
+	// which applies to each choice); routed requests give it in
+	// sdk.Routing.Choices. A plugin that omits it is counted as one.
+	MetaChoices       = "choices"
 	MetaID            = "id"             // in, response/stream encode: the gateway's request id
 	MetaCreated       = "created"        // in, response/stream encode: unix seconds
 	MetaStatus        = "status"         // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
