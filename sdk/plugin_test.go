@@ -272,3 +272,13 @@ func TestRequestEncodeContextLength(t *testing.T) {
 		t.Fatalf("without meta: %q", r.Payload)
 	}
 }
+
+// OutputTokens counts a delta as one token, plus one per 4 bytes beyond
+// the first 12.
+func TestOutputTokens(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 1: 1, 12: 1, 13: 2, 16: 2, 17: 3, 412: 101} {
+		if got := OutputTokens(n); got != want {
+			t.Errorf("OutputTokens(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

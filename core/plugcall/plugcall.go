@@ -130,6 +130,9 @@ type Decoded struct {
 	Usage        outcome.Usage
 	FinishReason string
 	Done         bool // stream: the backend signalled the end
+	// OutputTokens is the adapter's estimate of the output in the answer
+	// or batch (abi.MetaOutputTokens), for an answer without usage.
+	OutputTokens int
 }
 
 // DecodeResponse runs the adapter's response_decode op.
@@ -169,6 +172,7 @@ func (c *Calls) decoded(d *Decoded) {
 		d.Usage = outcome.Usage{}
 	}
 	d.FinishReason = metaConst(m, abi.MetaFinishReason, "")
+	d.OutputTokens = metaInt(m, abi.MetaOutputTokens)
 }
 
 // Header is the gateway's identity of a response, repeated by the

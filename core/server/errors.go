@@ -169,6 +169,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 		ex.turn = nil
 	}
 	ex.observeBackend()
+	ex.estimateUsage() // before the quota (releaseHeld) and the observers read it
 	ex.releaseHeld()
 	if ctx != nil && ex.watch.stole {
 		ctx.SetConnectionClose()

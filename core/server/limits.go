@@ -123,21 +123,34 @@ func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 	return nil
 }
 
-// usedTokens is what the request cost its user's budget: the backend's
-// reported usage, else (no usage reported) the input estimate plus one
-// token per streamed chunk once a response began, else nothing.
+// usedTokens is what the request cost its user's budget: its usage, the
+// backend's or estimated (estimateUsage).
 func (ex *exchange) usedTokens() int64 {
+	ex.estimateUsage()
 	u := &ex.out.Usage
-	if u.Reported {
-		return int64(u.Prompt + u.Completion)
+	return int64(u.Prompt + u.Completion)
+}
+
+// estimateUsage gives an answer that ends without the backend's usage —
+// the client hung up, the backend dropped the stream, a plugin failed —
+// estimated figures, once a response began or output was decoded: the
+// input estimate and the adapters' estimate of the output decoded, every
+// choice's deltas (abi.MetaOutputTokens, about a token per delta). The
+// quota charges them and the audit records them (Reported stays false:
+// tokens_estimated), so the two agree with what was delivered. Nothing
+// began: nothing is charged. It may run more than once.
+func (ex *exchange) estimateUsage() {
+	u := &ex.out.Usage
+	if u.Reported || ex.out.Attempts == 0 {
+		return
 	}
-	if ex.out.Attempts > 0 && (ex.out.Chunks > 0 || ex.out.Status == fasthttp.StatusOK) {
-		if ex.estIn == 0 {
-			ex.estIn = inputEstimate(ex.body)
-		}
-		return ex.estIn + int64(ex.out.Chunks)
+	if ex.out.Chunks == 0 && ex.out.Status != fasthttp.StatusOK && ex.outEst == 0 {
+		return
 	}
-	return 0
+	if ex.estIn == 0 {
+		ex.estIn = inputEstimate(ex.body)
+	}
+	u.Prompt, u.Completion = int(ex.estIn), int(ex.outEst)
 }
 
 // rateHeaders writes OpenAI's rate-limit headers for the limits l has.

@@ -648,6 +648,15 @@ const (
 	MetaReasoningTokens  = "reasoning_tokens"
 	MetaCachedTokens     = "cached_tokens"
 	MetaFinishReason     = "finish_reason" // out, response/stream decode: canonical finish reason
+	// MetaOutputTokens: out, response/stream decode and the fused
+	// response and stream ops: an estimate of the output tokens in the
+	// call's choices (decimal, absent when none), which the host sums and
+	// charges when a stream ends without usage (the client hung up, the
+	// backend dropped, a plugin failed). Engines stream about one token
+	// per delta, so each choice delta with text counts one, plus one per 4
+	// bytes of text beyond the first 12 (a delta holding several tokens);
+	// sdk.OutputTokens computes it.
+	MetaOutputTokens = "output_tokens"
 	// MetaEncodingFormat (2.2): out, embed_request_decode; in,
 	// embed_response_encode: the client's vector encoding as the
 	// translator names it in canon.EmbeddingRequest.EncodingFormat
