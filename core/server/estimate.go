@@ -1,6 +1,10 @@
 package server
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/mindrouter/mindrouter/core/jsonscan"
+)
 
 // inputEstimate is a quick, deliberately generous estimate of a request's
 // input tokens, for the token-budget reservation made before the backend
@@ -122,4 +126,37 @@ func mediaTypeByte(c byte) bool {
 
 func base64Byte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '='
+}
+
+// arrayLen counts the elements of the array v of body (valid JSON, as the
+// check stage found it): the commas at its top level, plus one.
+func arrayLen(body []byte, v jsonscan.Value) int {
+	n, depth, inStr, any := 0, 0, false, false
+	for i := v.Start + 1; i < v.End-1; i++ {
+		c := body[i]
+		switch {
+		case inStr:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inStr = false
+			}
+			continue
+		case c == '"':
+			inStr = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			n++
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		any = true
+	}
+	if !any {
+		return 0
+	}
+	return n + 1
 }

@@ -116,6 +116,7 @@ const (
 	fieldStream
 	fieldIncludeUsage
 	fieldChoices
+	fieldPrompts
 	fieldMaxTokens // and following: the max-tokens alternatives
 )
 
@@ -123,7 +124,7 @@ const (
 // Markers that do not compile are left out (the plugin still refuses what
 // the chosen backend cannot serve), keeping the routing fields.
 func routingSpec(r *sdk.Routing) (*jsonscan.Spec, needMarks) {
-	paths := []string{r.Model, r.Stream, r.IncludeUsage, r.Choices}
+	paths := []string{r.Model, r.Stream, r.IncludeUsage, r.Choices, r.Prompts}
 	paths = append(paths, r.MaxTokens...)
 	for i, p := range paths {
 		if p == "" {

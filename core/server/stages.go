@@ -354,6 +354,9 @@ func (ex *exchange) routeFields() {
 		}
 		choices = int(n)
 	}
+	if v, ok := ex.scan.Get(fieldPrompts); ok && v.Kind == jsonscan.Array {
+		choices *= max(arrayLen(ex.body, v), 1) // each prompt gets its choices
+	}
 	maxTok := 0
 	for i := fieldMaxTokens; i < ex.route.spec.Len(); i++ {
 		if v, ok := ex.scan.Get(i); ok && v.Kind != jsonscan.Null {

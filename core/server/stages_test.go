@@ -18,6 +18,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/jsonscan"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/quota"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -598,7 +599,7 @@ func TestRoutingSpec(t *testing.T) {
 	if spec == nil {
 		t.Fatal("no spec")
 	}
-	if spec.Len() != 6 || spec.Index("model") != fieldModel || spec.Index("n") != fieldChoices ||
+	if spec.Len() != 7 || spec.Index("model") != fieldModel || spec.Index("n") != fieldChoices ||
 		spec.Index("max_tokens") != fieldMaxTokens || spec.Index("options.num_predict") != fieldMaxTokens+1 {
 		t.Fatalf("spec len %d, indexes %d %d %d", spec.Len(), spec.Index("model"), spec.Index("max_tokens"), spec.Index("options.num_predict"))
 	}
@@ -662,5 +663,38 @@ func TestBudget_Choices(t *testing.T) {
 				t.Errorf("each choice capped at %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// The native scan reads how many sequences a request generates: n, times
+// the prompts of a text completion's prompt list.
+func TestRouteFields_Choices(t *testing.T) {
+	rt := &sdk.Routing{Model: "model", Stream: "stream", Choices: "n", Prompts: "prompt", MaxTokens: []string{"max_tokens"}}
+	spec, _ := routingSpec(rt)
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		body   string
+		want   int
+		routed bool
+	}{
+		{`{"model":"m","messages":[]}`, 1, true},
+		{`{"model":"m","n":20,"max_tokens":1000}`, 20, true},
+		{`{"model":"m","prompt":"one"}`, 1, true},
+		{`{"model":"m","prompt":["a","b, \"c\"",  "[d]"],"n":5}`, 15, true},
+		{`{"model":"m","prompt":[]}`, 1, true},
+		{`{"model":"m","n":"3"}`, 0, false}, // the translator says what is wrong
+		{`{"model":"m","n":0}`, 0, false},
+	} {
+		ex := newEx(s, nil)
+		ex.route.spec, ex.route.r.Routing = spec, rt
+		ex.body = append(ex.body[:0], tc.body...)
+		if err := jsonscan.Scan(ex.body, spec, jsonscan.Limits{}, &ex.scan); err != nil {
+			t.Fatal(err)
+		}
+		ex.buf = append(ex.buf[:0], 'm')
+		ex.routeFields()
+		if ex.routed != tc.routed || tc.routed && ex.req.Choices != tc.want {
+			t.Errorf("%s: routed %v, choices %d; want %v, %d", tc.body, ex.routed, ex.req.Choices, tc.routed, tc.want)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func Manifest() sdk.Manifest {
 			{Name: RouteCompletions, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/completions",
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
-					MaxTokens: []string{"max_tokens"}, Choices: "n",
+					MaxTokens: []string{"max_tokens"}, Choices: "n", Prompts: "prompt",
 				}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
 			{Name: RouteTokenize, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/tokenize",
