@@ -150,7 +150,13 @@ func (ex *exchange) estimateUsage() {
 	if ex.estIn == 0 {
 		ex.estIn = inputEstimate(ex.body)
 	}
-	u.Prompt, u.Completion = int(ex.estIn), int(ex.outEst)
+	out := ex.outEst
+	if out == 0 {
+		// A plugin built before the SDK estimated output reports none:
+		// a token per batch relayed, as the gateway charged before.
+		out = int64(ex.out.Chunks)
+	}
+	u.Prompt, u.Completion = int(ex.estIn), int(out)
 }
 
 // rateHeaders writes OpenAI's rate-limit headers for the limits l has.
