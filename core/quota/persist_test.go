@@ -287,3 +287,53 @@ func TestPersist_ShutdownDuringOutageKeepsPending(t *testing.T) {
 		t.Fatalf("saved at shutdown %+v; want 300 used and lifetime", got)
 	}
 }
+
+// TestPersist_RedisBackEmptyTwoReplicas: each replica's charges made
+// while Redis was away land once on the counter rebuilt from the store,
+// whichever replica rebuilds it.
+func TestPersist_RedisBackEmptyTwoReplicas(t *testing.T) {
+	st, uid := sqliteUser(t)
+	r := testsvc.StartPrivateRedis(t) // stopped and restarted
+	clk := newClock()
+	lim := auth.Limits{TokenBudget: 10_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
+	p := principal(uid, lim)
+	ctx := context.Background()
+	a := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "a"})
+	b := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "b"})
+	ls := []*Limiter{a, b}
+	for _, l := range ls {
+		if err := spend(t, l, p, 100); err != nil {
+			t.Fatal(err)
+		}
+		l.tick(ctx)
+	}
+	clk.Add(time.Second)
+	if err := b.persist(ctx); err != nil { // the fleet's 200
+		t.Fatal(err)
+	}
+	r.Stop()
+	for i, l := range ls {
+		if err := spend(t, l, p, int64(50*(i+1))); err != nil { // a 50, b 100: pending
+			t.Fatal(err)
+		}
+		l.tick(ctx)
+		clk.Add(time.Second)
+		if err := l.persist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Restart()
+	clk.Add(time.Second)
+	for range 2 {
+		for _, l := range ls {
+			l.tick(ctx)
+		}
+	}
+	rep, err := a.Usage(ctx, uid, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TokensUsed != 350 || rep.LifetimeTokens != 350 {
+		t.Fatalf("after Redis came back empty: %+v; want 350 used and lifetime", rep)
+	}
+}
