@@ -50,6 +50,9 @@ type PatchReport struct {
 	Usage        canon.Usage
 	HasUsage     bool
 	FinishReason canon.FinishReason // of choice 0; "" for none
+	// OutputTokens is the estimate of the output the call passed on, as
+	// the SDK counts it (OutputTokens per delta or message).
+	OutputTokens int
 }
 
 // PatchStream is a fused stream's state as a patch sees it: the adapter's
@@ -171,8 +174,10 @@ func (p *Plugin) patchMeta(r *PatchReport) {
 		p.requestMeta()
 	case r.HasUsage:
 		p.usageMeta(&r.Usage, r.FinishReason)
+		p.outputMeta(r.OutputTokens)
 	default:
 		p.usageMeta(nil, r.FinishReason)
+		p.outputMeta(r.OutputTokens)
 	}
 	p.out.meta = append(p.out.meta, p.ameta...)
 }

@@ -309,6 +309,9 @@ func (p *Plugin) requestMeta() {
 	if p.req.MaxTokens > 0 {
 		p.out.meta = appendMetaInt(p.out.meta, abi.MetaMaxTokens, p.req.MaxTokens)
 	}
+	if n := max(p.req.N, 1) * max(len(p.req.Prompt), 1); n > 1 {
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaChoices, n)
+	}
 }
 
 // contextLength sets p.req.ContextLength from request_encode's meta and
@@ -370,13 +373,27 @@ func (p *Plugin) decodeResponse(a Adapter, c *Call, body []byte) error {
 	return a.DecodeResponse(c, body, &p.resp)
 }
 
-// responseMeta reports p.resp's usage and first finish reason.
+// responseMeta reports p.resp's usage, first finish reason and output
+// estimate.
 func (p *Plugin) responseMeta() {
 	var fr canon.FinishReason
 	if len(p.resp.Choices) > 0 {
 		fr = p.resp.Choices[0].FinishReason
 	}
 	p.usageMeta(p.resp.Usage, fr)
+	out := 0
+	for i := range p.resp.Choices {
+		m := &p.resp.Choices[i].Message
+		n := len(m.Reasoning)
+		for j := range m.Content {
+			n += len(m.Content[j].Text)
+		}
+		for j := range m.ToolCalls {
+			n += len(m.ToolCalls[j].Name) + len(m.ToolCalls[j].Arguments)
+		}
+		out += OutputTokens(n)
+	}
+	p.outputMeta(out)
 }
 
 func (p *Plugin) decodeChunks(list []byte) error {
@@ -428,17 +445,44 @@ func (p *Plugin) decodeStream(a Adapter, c *Call, list []byte) error {
 func (p *Plugin) streamMeta() {
 	var usage *canon.Usage
 	var fr canon.FinishReason
+	out := 0
 	for i := range p.chunks {
 		if u := p.chunks[i].Usage; u != nil {
 			usage = u
 		}
 		for j := range p.chunks[i].Choices {
-			if f := p.chunks[i].Choices[j].FinishReason; f != "" && p.chunks[i].Choices[j].Index == 0 {
+			ch := &p.chunks[i].Choices[j]
+			if f := ch.FinishReason; f != "" && ch.Index == 0 {
 				fr = f
 			}
+			n := len(ch.Delta.Content) + len(ch.Delta.Reasoning)
+			for k := range ch.Delta.ToolCalls {
+				n += len(ch.Delta.ToolCalls[k].Name) + len(ch.Delta.ToolCalls[k].Arguments)
+			}
+			out += OutputTokens(n)
 		}
 	}
 	p.usageMeta(usage, fr)
+	p.outputMeta(out)
+}
+
+// OutputTokens estimates the tokens in one delta (or message) of n bytes
+// of text, for abi.MetaOutputTokens: none for no text, else one, plus one
+// per 4 bytes beyond the first 12. Engines stream about a token per
+// delta, so a stream's deltas count it closely; a delta (or a whole
+// message) holding more is counted at about 4 bytes a token.
+func OutputTokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return 1 + (max(n-12, 0)+3)/4
+}
+
+// outputMeta reports an output estimate (abi.MetaOutputTokens).
+func (p *Plugin) outputMeta(n int) {
+	if n > 0 {
+		p.out.meta = appendMetaInt(p.out.meta, abi.MetaOutputTokens, n)
+	}
 }
 
 // usageMeta reports token usage and the finish reason to the host, so it

@@ -234,7 +234,8 @@ func TestUsageMeta(t *testing.T) {
 func TestRequestDecodeMeta(t *testing.T) {
 	p := NewTranslator(Manifest{Name: "t"}, maxTokTranslator{})
 	r := result(t, p.Call(abi.OpRequestDecode, call(0, nil, nil, []byte("x"))))
-	for k, v := range map[string]string{abi.MetaModel: "m\x00stream\x001", abi.MetaStream: "1", abi.MetaIncludeUsage: "0", abi.MetaMaxTokens: "256"} {
+	for k, v := range map[string]string{abi.MetaModel: "m\x00stream\x001", abi.MetaStream: "1", abi.MetaIncludeUsage: "0", abi.MetaMaxTokens: "256",
+		abi.MetaChoices: "6"} {
 		if got, _ := abi.MetaGet(r.Meta, k); string(got) != v {
 			t.Errorf("meta %s = %q, want %q", k, got, v)
 		}
@@ -245,6 +246,7 @@ type maxTokTranslator struct{ Unimplemented }
 
 func (maxTokTranslator) DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error {
 	req.Model, req.Stream, req.MaxTokens = "m\x00stream\x001", true, 256
+	req.N, req.Prompt = 3, []string{"a", "b"} // 6 sequences: the budget reserves each one's output
 	return nil
 }
 
@@ -268,5 +270,15 @@ func TestRequestEncodeContextLength(t *testing.T) {
 	r = result(t, p.Call(abi.OpRequestEncode, call(0, nil, nil, body)))
 	if string(r.Payload) != "0" {
 		t.Fatalf("without meta: %q", r.Payload)
+	}
+}
+
+// OutputTokens counts a delta as one token, plus one per 4 bytes beyond
+// the first 12.
+func TestOutputTokens(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 1: 1, 12: 1, 13: 2, 16: 2, 17: 3, 412: 101} {
+		if got := OutputTokens(n); got != want {
+			t.Errorf("OutputTokens(%d) = %d, want %d", n, got, want)
+		}
 	}
 }

@@ -230,9 +230,17 @@ type Routing struct {
 	StreamByDflt bool     `json:"stream_default,omitempty"` // stream when the field is absent (Ollama)
 	IncludeUsage string   `json:"include_usage,omitempty"`
 	MaxTokens    []string `json:"max_tokens,omitempty"` // the first present wins
-	Vision       []string `json:"vision,omitempty"`     // image input (ABI 2.6)
-	Tools        []string `json:"tools,omitempty"`      // tool definitions (ABI 2.6)
-	Structured   []string `json:"structured,omitempty"` // JSON object or schema output (ABI 2.6)
+	// Choices is the path of the number of choices asked for (OpenAI's
+	// "n"): the host reserves and caps each choice's output from the
+	// user's token budget, so n choices cost n times the output cap.
+	Choices string `json:"choices,omitempty"`
+	// Prompts is the path of a text completion's prompt (OpenAI's
+	// "prompt"): when it is a list, each of its prompts gets Choices
+	// choices, and the host reserves for all of them.
+	Prompts    string   `json:"prompts,omitempty"`
+	Vision     []string `json:"vision,omitempty"`     // image input (ABI 2.6)
+	Tools      []string `json:"tools,omitempty"`      // tool definitions (ABI 2.6)
+	Structured []string `json:"structured,omitempty"` // JSON object or schema output (ABI 2.6)
 }
 
 // Probe is a backend endpoint the gateway polls through an adapter.

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -390,5 +392,170 @@ func TestAccounts_SyncBackendsNodes(t *testing.T) {
 	cfg[1].Node = "nowhere"
 	if _, err := syncBackends(ctx, st, cfg, ids); err == nil || !strings.Contains(err.Error(), `node "nowhere"`) {
 		t.Errorf("unknown node: %v", err)
+	}
+}
+
+// quotaUsed is the user's tokens used as the admin API reports them.
+func quotaUsed(t *testing.T, base string, uid int64) int64 {
+	t.Helper()
+	var rep struct {
+		TokensUsed int64 `json:"tokens_used"`
+	}
+	if st := callAPI(t, base, adminKey, "GET", fmt.Sprintf("/api/admin/quotas/%d", uid), nil, &rep); st != 200 {
+		t.Fatalf("quota usage: %d", st)
+	}
+	return rep.TokensUsed
+}
+
+// n choices cost n times the output: the budget reserves and caps every
+// choice, so a request for many choices stays within the budget, streamed
+// or not, with or without max_tokens.
+func TestAccounts_BudgetCoversEveryChoice(t *testing.T) {
+	t.Parallel()
+	const budget = 3000
+	e := startEnv(t, fakellm.Config{Tokens: 2000, TPS: 100_000}, fakellm.Config{}, "")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		n         int64
+		maxTokens int64 // 0: none
+		stream    bool
+	}{
+		{"n 20 max_tokens 1000", 20, 1000, false},
+		{"n 50 streamed without max_tokens", 50, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uid, k := newUser(t, e.base, "choices"+strconv.FormatInt(tc.n, 10), "staff",
+				map[string]any{"token_budget_override": budget, "rpm_limit_override": 100}, nil)
+			p := chatParams(vllmModel, "Write a long essay about gateways.")
+			p.N = openai.Int(tc.n)
+			if tc.maxTokens > 0 {
+				p.MaxTokens = openai.Int(tc.maxTokens)
+			}
+			c := client(e, k.FullKey)
+			var usage openai.CompletionUsage
+			var choices int
+			if tc.stream {
+				p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+				s := c.Chat.Completions.NewStreaming(ctx, p)
+				var acc openai.ChatCompletionAccumulator
+				for s.Next() {
+					acc.AddChunk(s.Current())
+				}
+				if err := s.Err(); err != nil {
+					t.Fatal(err)
+				}
+				usage, choices = acc.Usage, len(acc.Choices)
+			} else {
+				r, err := c.Chat.Completions.New(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				usage, choices = r.Usage, len(r.Choices)
+			}
+			if choices != int(tc.n) || usage.CompletionTokens < tc.n {
+				t.Fatalf("%d choices, usage %+v: want %d choices with output each", choices, usage, tc.n)
+			}
+			if used := usage.PromptTokens + usage.CompletionTokens; used > budget {
+				t.Errorf("the backend generated %d tokens (prompt %d, completion %d) on a budget of %d",
+					used, usage.PromptTokens, usage.CompletionTokens, budget)
+			}
+			if got := quotaUsed(t, e.base, uid); got > budget {
+				t.Errorf("charged %d tokens on a budget of %d", got, budget)
+			}
+		})
+	}
+}
+
+// streamRaw sends a chat stream request and reads its SSE answer, counting
+// the choice deltas with content; with stopAfter > 0 it hangs up after
+// that many. It returns the request id and the deltas read.
+func streamRaw(t *testing.T, base, key, body string, stopAfter int) (string, int) {
+	t.Helper()
+	req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("stream: %d %s", resp.StatusCode, b)
+	}
+	id := resp.Header.Get("X-Request-ID")
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	deltas := 0
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(line), &ch) != nil {
+			continue // the error event of a broken stream
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != "" {
+				deltas++
+			}
+		}
+		if stopAfter > 0 && deltas >= stopAfter {
+			return id, deltas // the deferred Close hangs up
+		}
+	}
+	return id, deltas
+}
+
+// A stream that ends without the backend's usage — the backend drops it,
+// the client hangs up — is charged and audited for what was decoded (about
+// a token per delta, every choice's), the audit and the quota agreeing.
+func TestAccounts_StreamWithoutUsageChargedAsDelivered(t *testing.T) {
+	t.Parallel()
+	drop := startEnv(t, fakellm.Config{DropRate: 1, Tokens: 400, TPS: 20_000}, fakellm.Config{}, "")
+	slow := startEnv(t, fakellm.Config{Tokens: 5000, TPS: 2000}, fakellm.Config{}, "")
+	for _, tc := range []struct {
+		name      string
+		e         *env
+		n         int
+		stopAfter int // the client hangs up after this many deltas (0: reads to the end)
+	}{
+		{"backend drops", drop, 1, 0},
+		{"backend drops n 4", drop, 4, 0},
+		{"client hangs up", slow, 1, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uid, k := newUser(t, tc.e.base, "nousage"+strconv.Itoa(tc.n)+strconv.Itoa(tc.stopAfter), "staff",
+				map[string]any{"token_budget_override": 1_000_000, "rpm_limit_override": 100}, nil)
+			body := fmt.Sprintf(`{"model":%q,"n":%d,"stream":true,"max_tokens":6000,"messages":[{"role":"user","content":"Write a long essay."}]}`,
+				vllmModel, tc.n)
+			id, got := streamRaw(t, tc.e.base, k.FullKey, body, tc.stopAfter)
+			rec := waitAudit(t, tc.e.base, id, time.Now())
+			used := quotaUsed(t, tc.e.base, uid)
+			t.Logf("%d deltas read; audit %d prompt + %d completion; quota %d", got, rec.PromptTokens, rec.CompletionTokens, used)
+			if int64(rec.PromptTokens+rec.CompletionTokens) != used {
+				t.Errorf("audit says %d + %d tokens, the quota charged %d", rec.PromptTokens, rec.CompletionTokens, used)
+			}
+			if rec.PromptTokens == 0 {
+				t.Errorf("audit records no prompt tokens")
+			}
+			switch {
+			case tc.stopAfter == 0 && rec.CompletionTokens != got:
+				t.Errorf("%d completion tokens recorded, %d delivered", rec.CompletionTokens, got)
+			case tc.stopAfter > 0 && (rec.CompletionTokens < got || rec.CompletionTokens >= 5000):
+				t.Errorf("%d completion tokens recorded: want at least the %d delivered, less than the 5000 a full answer has",
+					rec.CompletionTokens, got)
+			}
+		})
 	}
 }

@@ -151,3 +151,38 @@ func TestResponsesSDK_Errors(t *testing.T) {
 }
 
 func errorAs(err error, ae **openai.Error) bool { return errors.As(err, ae) }
+
+// A 32k-token answer streams to its end on the Responses API: its state
+// (the text so far, which the .done and terminal events repeat) fits the
+// plugins' state limit even for text of long words (fakellm's: about 6
+// bytes a token, where 160 KiB ended the stream response.failed at 26.9k
+// tokens).
+func TestResponsesSDK_LongStreamCompletes(t *testing.T) {
+	t.Parallel()
+	const tokens = 32_000
+	e := startEnv(t, fakellm.Config{Tokens: tokens, TPS: 1_000_000}, fakellm.Config{}, "")
+	p := respParams(vllmModel, "Write a very long story")
+	p.MaxOutputTokens = openai.Int(tokens)
+	st := e.client.Responses.NewStreaming(context.Background(), p)
+	var final responses.Response
+	last := ""
+	deltas := 0
+	for st.Next() {
+		ev := st.Current()
+		last = ev.Type
+		switch ev.Type {
+		case "response.output_text.delta":
+			deltas++
+		case "response.completed", "response.incomplete", "response.failed":
+			final = ev.Response
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if last != "response.completed" || final.Status != responses.ResponseStatusCompleted || final.Usage.OutputTokens != tokens {
+		t.Fatalf("after %d deltas the stream ended with %s (status %q, %d output tokens, error %+v); want response.completed with %d",
+			deltas, last, final.Status, final.Usage.OutputTokens, final.Error, tokens)
+	}
+	t.Logf("%d deltas, %d bytes of text", deltas, len(final.OutputText()))
+}

@@ -37,7 +37,9 @@ func (s Stage) String() string {
 type Usage struct {
 	Prompt, Completion, Reasoning, Cached int
 	// Reported is true when the backend reported usage; false means the
-	// figures are zero or, once estimation exists, estimated.
+	// figures are zero (nothing was generated) or the server's estimate
+	// (an answer that ended without usage: the input estimate and the
+	// adapters' count of the output decoded).
 	Reported bool
 }
 

@@ -51,8 +51,12 @@ type Request struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
-	MaxTokens    int    // 0: not set
-	Canonical    []byte // canonical request JSON (aliases the call buffers)
+	MaxTokens    int // 0: not set
+	// Choices is how many sequences the request generates (n, times the
+	// prompts of a text completion); 0 or 1: one. The fused request op
+	// leaves it as the routing fields had it.
+	Choices   int
+	Canonical []byte // canonical request JSON (aliases the call buffers)
 }
 
 // DecodeRequest runs the translator's request_decode op.
@@ -65,6 +69,7 @@ func (c *Calls) DecodeRequest(ctx context.Context, t *pluginhost.Version, body [
 	r.Stream = metaFlag(m, abi.MetaStream)
 	r.IncludeUsage = metaFlag(m, abi.MetaIncludeUsage)
 	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
+	r.Choices = metaInt(m, abi.MetaChoices)
 	r.Canonical = c.t.Payload
 	return nil
 }
@@ -125,6 +130,9 @@ type Decoded struct {
 	Usage        outcome.Usage
 	FinishReason string
 	Done         bool // stream: the backend signalled the end
+	// OutputTokens is the adapter's estimate of the output in the answer
+	// or batch (abi.MetaOutputTokens), for an answer without usage.
+	OutputTokens int
 }
 
 // DecodeResponse runs the adapter's response_decode op.
@@ -164,6 +172,7 @@ func (c *Calls) decoded(d *Decoded) {
 		d.Usage = outcome.Usage{}
 	}
 	d.FinishReason = metaConst(m, abi.MetaFinishReason, "")
+	d.OutputTokens = metaInt(m, abi.MetaOutputTokens)
 }
 
 // Header is the gateway's identity of a response, repeated by the

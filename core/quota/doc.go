@@ -92,14 +92,28 @@
 //
 // Every PersistEvery (and at shutdown) Run saves each changed user's
 // period usage and lifetime tokens to the store, read from Redis so the
-// figures are the fleet's. When Redis has no counter for a user's period —
+// figures are the fleet's (while Redis is down, this replica's). A saved
+// figure never includes this replica's charges not yet pushed to Redis,
+// except at shutdown, when nothing will push them any more: the replica
+// still pushes them, and a push onto a counter rebuilt from the store
+// would count them twice. When Redis has no counter for a user's period —
 // first use, or after a Redis restart — the replica that notices reads
 // the store and initialises it; the script sets it only if it is still
-// missing, so two replicas never count twice. A Redis restart therefore
-// loses at most the tokens used since the last persist (PersistEvery plus
-// one Run tick), and the RPM log of the last minute (up to RPM more
-// requests may be admitted in the minute after a restart that no replica
-// saw as an outage).
+// missing, so two replicas never count twice, and every replica's pending
+// charges then land on it once. A Redis restart therefore loses at most
+// the tokens pushed to Redis since the last persist (PersistEvery plus one
+// Run tick; nothing still pending at a replica is lost), and the RPM log
+// of the last minute (up to RPM more requests may be admitted in the
+// minute after a restart that no replica saw as an outage). A replica
+// that dies while Redis is down loses the charges it made meanwhile.
+//
+// Pushes are idempotent. A script call that times out at the replica
+// may still have run in Redis; the replica keeps its charges pending and
+// sends them again with the next call. Each call therefore carries the
+// replica's running total of charges sent, and each counter records,
+// per replica, the total it has applied, adding only the difference
+// (tokenScript): a charge is applied once however often it is sent, and
+// in whatever order a late call and its retry arrive.
 //
 // Held concurrency slots and token leases live in each replica's memory
 // as well as in Redis, and every script call writes the caller's holding
@@ -125,8 +139,9 @@
 // replicas admit up to N× each limit fleet-wide; "open" admits (usage is
 // still counted); "closed" refuses with Denied{Kind: "unavailable"}. When
 // Redis answers again, each replica pushes what it counted — token
-// charges, its admissions (stamped at the reconnection, conservatively)
-// and its slots in use — and fleet mode resumes.
+// charges (once, even those of the call that failed: see Persistence),
+// its admissions (stamped at the reconnection, conservatively) and its
+// slots in use — and fleet mode resumes.
 //
 // Without Redis (Options.Redis nil) the same limits hold with this
 // replica's state alone: RPM counted in 100 ms buckets over the last 60 s

@@ -148,6 +148,9 @@ func (l *Limiter) tokenCall(ctx context.Context, u *user, now int64, keep, need,
 // applyToken records a tokenScript reply for the current period in u
 // (u.mu held): the charges sent are in Redis now.
 func (l *Limiter) applyToken(u *user, now, want int64, res []int64) {
+	if u.pend != 0 || u.lifePend != 0 {
+		u.dirty = true // the store's figure left them out (save)
+	}
 	u.pend, u.lifePend = 0, 0
 	u.free += res[0]
 	u.used, u.others, u.life = res[1], res[2], res[3]
@@ -161,14 +164,14 @@ func (l *Limiter) applyToken(u *user, now, want int64, res []int64) {
 // the current period's pushes every pending charge, the previous one's
 // only its period charge.
 func (l *Limiter) tokenArgs(u *user, key string, now, keep, need, want, extra, initUsed, initLife int64) ([]string, []any) {
-	charge, lifeCharge := u.pend, u.lifePend
+	charge, lifeCharge, sent, lifeSent := u.pend, u.lifePend, u.sent, u.lifeSent
 	keyTTL := (u.periodEnd-now)/msNs + int64(24*time.Hour/time.Millisecond)
 	if key != u.tokKey {
-		charge, lifeCharge = u.oldPend, 0
+		charge, lifeCharge, sent, lifeSent = u.oldPend, 0, u.oldSent, -1
 		keyTTL = int64(24 * time.Hour / time.Millisecond)
 	}
-	return []string{key, u.lifeKey}, []any{now / msNs, l.o.Replica, u.lim.TokenBudget, charge, lifeCharge, keep,
-		need, want, extra, l.slotTTL() / msNs, keyTTL, initUsed, initLife}
+	return []string{key, u.lifeKey, u.lifeAckKey}, []any{now / msNs, l.o.Replica, u.lim.TokenBudget, charge, lifeCharge, keep,
+		need, want, extra, l.slotTTL() / msNs, keyTTL, initUsed, initLife, sent, lifeSent}
 }
 
 // checkToken validates a tokenScript reply.

@@ -2,8 +2,12 @@ package quota
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -546,5 +550,149 @@ func TestFleet_MaintenanceIsPipelined(t *testing.T) {
 	}
 	if r.TokensUsed != 1000 {
 		t.Fatalf("usage %+v; want a's 10 and b's 990", r)
+	}
+}
+
+// lostReplies makes the next n token-script calls run in Redis but fail
+// at the caller, as a call whose reply is lost to a timeout does.
+type lostReplies struct{ n *atomic.Int64 }
+
+var errLostReply = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+// isTokenScript reports a tokenScript call: EVALSHA with its hash, or
+// EVAL with its source (Script.Run's fallback after NOSCRIPT).
+func isTokenScript(c redis.Cmder) bool {
+	a := c.Args()
+	if len(a) < 2 || !isScript(c) {
+		return false
+	}
+	s, _ := a[1].(string)
+	return s == tokenScript.Hash() || fmt.Sprintf("%x", sha1.Sum([]byte(s))) == tokenScript.Hash()
+}
+
+func (h lostReplies) lose(cmds ...redis.Cmder) error {
+	var err error
+	for _, c := range cmds {
+		if c.Err() == nil && isTokenScript(c) && h.n.Add(-1) >= 0 {
+			c.SetErr(errLostReply)
+			err = errLostReply
+		}
+	}
+	return err
+}
+
+func (lostReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil {
+			return err
+		}
+		return h.lose(cmd)
+	}
+}
+func (h lostReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := next(ctx, cmds); err != nil {
+			return err
+		}
+		return h.lose(cmds...)
+	}
+}
+
+// TestFleet_LostReplyChargesOnce: a token-script call that ran in Redis
+// but whose reply was lost leaves its charges pending; sending them again
+// (after the breaker closes) must not charge them twice.
+func TestFleet_LostReplyChargesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// lost runs the request or upkeep whose token call loses its reply.
+		lost func(t *testing.T, l *Limiter, p *auth.Principal)
+		want int64 // tokens used in all
+	}{
+		{"maintenance push", func(t *testing.T, l *Limiter, p *auth.Principal) {
+			l.tick(context.Background())
+		}, 150},
+		{"lease fetch", func(t *testing.T, l *Limiter, p *auth.Principal) {
+			if err := spend(t, l, p, 500); err != nil { // needs more lease: a fetch, which pushes the 50
+				t.Fatal(err)
+			}
+		}, 650},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testsvc.StartRedis(t)
+			clk := newClock()
+			c := redisClient(t, r)
+			var n atomic.Int64
+			c.AddHook(lostReplies{&n})
+			l := New(Options{Redis: c, Now: clk.Now, Replica: "a"})
+			lim := auth.Limits{TokenBudget: 100_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
+			p := principal(int64(7100+len(tc.name)), lim)
+			ctx := context.Background()
+			if err := spend(t, l, p, 100); err != nil {
+				t.Fatal(err)
+			}
+			l.tick(ctx)                                // pushed
+			if err := spend(t, l, p, 50); err != nil { // pending
+				t.Fatal(err)
+			}
+			n.Store(1)
+			tc.lost(t, l, p)
+			if n.Load() >= 1 {
+				t.Fatal("no token call lost its reply")
+			}
+			if l.fleet() {
+				t.Fatal("a failed Redis call left the breaker closed")
+			}
+			for range 2 { // the probe reconciles; then upkeep
+				clk.Add(100 * time.Millisecond)
+				l.tick(ctx)
+			}
+			if !l.fleet() {
+				t.Fatal("the breaker did not close again")
+			}
+			rep, err := l.Usage(ctx, p.UserID, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.TokensUsed != tc.want || rep.LifetimeTokens != tc.want {
+				t.Fatalf("usage %+v; want %d used and lifetime (each charge once)", rep, tc.want)
+			}
+		})
+	}
+}
+
+// TestTokenScript_StaleCallAppliesNothing: a call delayed past a later
+// one (its reply lost, sent again with more charges) applies only what
+// the later one did not, in either order.
+func TestTokenScript_StaleCallAppliesNothing(t *testing.T) {
+	r := testsvc.StartRedis(t)
+	c := redisClient(t, r)
+	ctx := context.Background()
+	run := func(key string, charge, sent int64) int64 {
+		t.Helper()
+		keys := []string{key, key + ":life", key + ":lifeack"}
+		res, err := tokenScript.Run(ctx, c, keys, 1, "a", 0, charge, charge, 0, 0, 0, 0, 1000, 60_000, 0, 0, sent, sent).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[1] != res[3] {
+			t.Fatalf("used %d, lifetime %d: they got the same charges", res[1], res[3])
+		}
+		return res[1]
+	}
+	// The first call (100 sent in all) is late: the retry carries its
+	// 100 and 50 more.
+	if got := run("mr:q:{7200}:t:late", 150, 150); got != 150 {
+		t.Fatalf("retry: used %d, want 150", got)
+	}
+	if got := run("mr:q:{7200}:t:late", 100, 100); got != 150 {
+		t.Fatalf("the late call after its retry: used %d, want 150", got)
+	}
+	// In order: the first call ran, its retry adds only the 50.
+	if got := run("mr:q:{7201}:t:order", 100, 100); got != 100 {
+		t.Fatalf("first call: used %d, want 100", got)
+	}
+	if got := run("mr:q:{7201}:t:order", 150, 150); got != 150 {
+		t.Fatalf("retry after the first call ran: used %d, want 150", got)
 	}
 }

@@ -163,7 +163,7 @@ func (l *Limiter) apply(ctx context.Context, now int64, op *mop) error {
 			return err
 		}
 		// Pushed, or that counter is gone (a restart): either way done.
-		u.oldPend, u.oldKey = 0, ""
+		u.oldPend, u.oldSent, u.oldKey = 0, 0, ""
 		return nil
 	}
 	if err := checkToken(res); err != nil {

@@ -185,3 +185,155 @@ func TestRun_ReturnsLeasesAndPersistsOnItsOwn(t *testing.T) {
 		return err == nil && got.TokensUsed == 250 && got.LifetimeTokens == 250
 	})
 }
+
+// TestPersist_RedisBackEmptyCountsOnce: when Redis comes back without the
+// user's counter, the counter is rebuilt from the store and this
+// replica's pending charges land on top of it: the store's figure must
+// not already hold them.
+func TestPersist_RedisBackEmptyCountsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		outage bool  // Redis is seen down (the breaker opens) before the restart
+		budget int64 // 0: unlimited, so no request makes a Redis call
+	}{
+		{"after an outage", true, 10_000},
+		{"restart not seen as an outage", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, uid := sqliteUser(t)
+			r := testsvc.StartPrivateRedis(t) // stopped and restarted
+			clk := newClock()
+			lim := auth.Limits{TokenBudget: tc.budget, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
+			p := principal(uid, lim)
+			ctx := context.Background()
+			l := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "a"})
+			if err := spend(t, l, p, 100); err != nil {
+				t.Fatal(err)
+			}
+			l.tick(ctx) // pushed: Redis has 100
+			clk.Add(time.Second)
+			if err := l.persist(ctx); err != nil { // and the store
+				t.Fatal(err)
+			}
+			if tc.outage {
+				r.Stop()
+			}
+			for range 2 { // charged here, not yet pushed
+				if err := spend(t, l, p, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.outage {
+				l.tick(ctx)
+				if l.fleet() {
+					t.Fatal("the breaker is still closed with Redis stopped")
+				}
+			} else {
+				r.Restart()
+			}
+			clk.Add(time.Second)
+			if err := l.persist(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.outage {
+				r.Restart()
+			}
+			clk.Add(time.Second)
+			for range 2 { // the probe (after an outage), then the push
+				l.tick(ctx)
+			}
+			if !l.fleet() {
+				t.Fatal("Redis is back but the breaker is open")
+			}
+			rep, err := l.Usage(ctx, uid, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.TokensUsed != 300 || rep.LifetimeTokens != 300 {
+				t.Fatalf("after Redis came back empty: %+v; want 300 used and lifetime (charged once)", rep)
+			}
+			if err := l.persist(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := st.Usage(ctx, uid); got.TokensUsed != 300 || got.LifetimeTokens != 300 {
+				t.Fatalf("stored %+v; want 300 used and lifetime", got)
+			}
+		})
+	}
+}
+
+// TestPersist_ShutdownDuringOutageKeepsPending: at shutdown nothing will
+// push this replica's pending charges any more, so the last save keeps
+// them.
+func TestPersist_ShutdownDuringOutageKeepsPending(t *testing.T) {
+	st, uid := sqliteUser(t)
+	r := testsvc.StartPrivateRedis(t) // stopped
+	clk := newClock()
+	lim := auth.Limits{TokenBudget: 10_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
+	p := principal(uid, lim)
+	ctx := context.Background()
+	l := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "a"})
+	if err := spend(t, l, p, 100); err != nil {
+		t.Fatal(err)
+	}
+	l.tick(ctx)
+	r.Stop()
+	if err := spend(t, l, p, 200); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second)
+	l.shutdown(ctx)
+	if got, _ := st.Usage(ctx, uid); got.TokensUsed != 300 || got.LifetimeTokens != 300 {
+		t.Fatalf("saved at shutdown %+v; want 300 used and lifetime", got)
+	}
+}
+
+// TestPersist_RedisBackEmptyTwoReplicas: each replica's charges made
+// while Redis was away land once on the counter rebuilt from the store,
+// whichever replica rebuilds it.
+func TestPersist_RedisBackEmptyTwoReplicas(t *testing.T) {
+	st, uid := sqliteUser(t)
+	r := testsvc.StartPrivateRedis(t) // stopped and restarted
+	clk := newClock()
+	lim := auth.Limits{TokenBudget: 10_000, BudgetPeriod: time.Hour, PeriodAnchor: clk.Now()}
+	p := principal(uid, lim)
+	ctx := context.Background()
+	a := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "a"})
+	b := New(Options{Redis: redisClient(t, r), Store: st, Now: clk.Now, Replica: "b"})
+	ls := []*Limiter{a, b}
+	for _, l := range ls {
+		if err := spend(t, l, p, 100); err != nil {
+			t.Fatal(err)
+		}
+		l.tick(ctx)
+	}
+	clk.Add(time.Second)
+	if err := b.persist(ctx); err != nil { // the fleet's 200
+		t.Fatal(err)
+	}
+	r.Stop()
+	for i, l := range ls {
+		if err := spend(t, l, p, int64(50*(i+1))); err != nil { // a 50, b 100: pending
+			t.Fatal(err)
+		}
+		l.tick(ctx)
+		clk.Add(time.Second)
+		if err := l.persist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Restart()
+	clk.Add(time.Second)
+	for range 2 {
+		for _, l := range ls {
+			l.tick(ctx)
+		}
+	}
+	rep, err := a.Usage(ctx, uid, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TokensUsed != 350 || rep.LifetimeTokens != 350 {
+		t.Fatalf("after Redis came back empty: %+v; want 350 used and lifetime", rep)
+	}
+}

@@ -492,6 +492,8 @@ func (t *Ticket) Done(used int64) {
 	if l.rdb != nil {
 		u.pend += used
 		u.lifePend += used
+		u.sent += used
+		u.lifeSent += used
 	}
 	u.dirty = true
 	u.mu.Unlock()

@@ -120,16 +120,17 @@ func (l *Limiter) flushOld(ctx context.Context, u *user, now int64) error {
 	if _, err := l.tokenRun(ctx, u, u.oldKey, now, 0, 0, 0, 0, -1, -1); err != nil {
 		return err
 	}
-	u.oldPend, u.oldKey = 0, ""
+	u.oldPend, u.oldSent, u.oldKey = 0, 0, ""
 	return nil
 }
 
-// shutdown returns leases and persists a last time.
+// shutdown returns leases and persists a last time, charges not pushed
+// to Redis included: this replica will not push them any more.
 func (l *Limiter) shutdown(ctx context.Context) {
 	if l.fleet() {
 		l.maintain(ctx, l.now(), true)
 	}
-	if err := l.persist(ctx); err != nil {
+	if err := l.save(ctx, true); err != nil {
 		l.log.Warn("quota: persist usage at shutdown", "err", err)
 	}
 }
@@ -143,7 +144,17 @@ type persistRow struct {
 
 // persist saves every changed user's counters to the store: Redis's
 // figures while Redis is up (every replica's usage), else this replica's.
-func (l *Limiter) persist(ctx context.Context) error {
+func (l *Limiter) persist(ctx context.Context) error { return l.save(ctx, false) }
+
+// save is persist; final includes the charges not yet pushed to Redis.
+//
+// Until then a saved figure leaves them out: this replica still pushes
+// them, and if Redis has lost the counter meanwhile (a restart) the
+// counter is rebuilt from the store and the push lands on top, so a
+// figure that held them would count them twice. Leaving them out costs
+// nothing while the replica lives; when it stops (final) they are saved,
+// since nothing will push them after it.
+func (l *Limiter) save(ctx context.Context, final bool) error {
 	if l.o.Store == nil {
 		return nil
 	}
@@ -152,9 +163,13 @@ func (l *Limiter) persist(ctx context.Context) error {
 	l.eachUser(func(u *user) bool {
 		if u.dirty && u.loaded {
 			u.dirty = false
+			used, life := u.used, u.life
+			if !final {
+				used, life = used-u.pend, life-u.lifePend
+			}
 			rows = append(rows, persistRow{u: u, tokKey: u.tokKey, lifeKey: u.lifeKey,
 				row: store.Usage{UserID: u.id, PeriodStart: time.Unix(0, u.periodStart).UTC(),
-					TokensUsed: u.used, LifetimeTokens: u.life, UpdatedAt: time.Unix(0, now).UTC()}})
+					TokensUsed: used, LifetimeTokens: life, UpdatedAt: time.Unix(0, now).UTC()}})
 		}
 		return true
 	})
@@ -278,7 +293,9 @@ func (l *Limiter) Reset(ctx context.Context, userID int64, lim auth.Limits) erro
 	if u := l.peek(userID); u != nil {
 		u.lim = lim
 		u.roll(now)
-		u.used, u.pend = 0, 0
+		// The pending charges are void: they leave the running total
+		// too, so that the next push does not send them after all.
+		u.used, u.sent, u.pend = 0, u.sent-u.pend, 0
 		life = u.life
 		u.mu.Unlock()
 	}

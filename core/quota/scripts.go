@@ -94,16 +94,29 @@ return {grantP, sum, retry, hold, others, slotDenied}
 // leases more.
 //
 // KEYS: 1 period counter (hash: used, l:<replica> lease, e:<replica> lease
-// expiry ms), 2 lifetime counter (string).
+// expiry ms, s:<replica> charges applied), 2 lifetime counter (string),
+// 3 lifetime charges applied (hash: replica -> tokens).
 // ARGV: 1 now, 2 replica, 3 budget (0: unlimited), 4 period charge,
 // 5 lifetime charge, 6 tokens kept (reserved + free lease), 7 tokens
 // needed (the lease fails below this), 8 tokens wanted, 9 prefetch,
 // 10 lease expiry ms, 11 counter expiry ms, 12 initial used (-1: none),
-// 13 initial lifetime (-1: none).
+// 13 initial lifetime (-1: none), 14 the replica's period charges sent in
+// all, this one included, 15 the same for lifetime (-1: no lifetime
+// charge in this call).
 // Returns {tokens added to the lease, used, others' leases, lifetime}, or
 // {-1} when a counter is missing and no initial value was given: the
 // caller loads the store's figures and calls again (the first caller's
 // initial value wins, so replicas never count twice).
+//
+// Charges are applied once. A call whose reply is lost (a timeout while
+// Redis still ran it) leaves its charges pending at the replica, which
+// sends them again with the next call, together with later ones. So each
+// call carries, beside the charges not yet acknowledged (4, 5), the
+// replica's running total of charges sent (14, 15); the counter records
+// the total it has applied per replica (s:<replica>) and adds only the
+// difference, never more than the call's charge. A counter without that
+// record (new, or rebuilt after a Redis restart) has applied none of this
+// replica's charges: it adds the call's charge.
 var tokenScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local rep = ARGV[2]
@@ -115,8 +128,22 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
   if tonumber(ARGV[13]) < 0 then return {-1} end
   redis.call('SET', KEYS[2], ARGV[13])
 end
-local used = tonumber(redis.call('HINCRBY', KEYS[1], 'used', ARGV[4]))
-local life = tonumber(redis.call('INCRBY', KEYS[2], ARGV[5]))
+-- settle returns how much of charge the record field of hash key has not
+-- applied yet, given the total sent, and records the total.
+local function settle(key, field, sent, charge)
+  local c = redis.call('HGET', key, field)
+  local d = charge
+  if c then d = math.max(0, math.min(charge, sent - tonumber(c))) end
+  if not c or sent > tonumber(c) then redis.call('HSET', key, field, sent) end
+  return d
+end
+local used = tonumber(redis.call('HINCRBY', KEYS[1], 'used', settle(KEYS[1], 's:' .. rep, tonumber(ARGV[14]), tonumber(ARGV[4]))))
+local lifeAdd = 0
+if tonumber(ARGV[15]) >= 0 then
+  lifeAdd = settle(KEYS[3], rep, tonumber(ARGV[15]), tonumber(ARGV[5]))
+  redis.call('PEXPIRE', KEYS[3], 2764800000)
+end
+local life = tonumber(redis.call('INCRBY', KEYS[2], lifeAdd))
 local h = redis.call('HGETALL', KEYS[1])
 local t = {}
 for i = 1, #h, 2 do t[h[i]] = h[i+1] end

@@ -31,6 +31,7 @@ type user struct {
 	lim auth.Limits
 
 	rpmKey, concKey, lifeKey string
+	lifeAckKey               string // the lifetime charges applied, per replica (tokenScript)
 	tokKey                   string // the current period's counter
 	period                   int64  // index k of the current period
 	periodStart, periodEnd   int64  // ns
@@ -62,17 +63,23 @@ type user struct {
 	slotUse  int64 // last time a slot was taken or released
 	slotBeat int64
 
-	free        int64 // leased tokens not reserved
-	others      int64 // other replicas' token leases at the last call
-	tokAt       int64 // last lease fetch
-	tokBeat     int64 // last lease refresh
-	chargedTok  int64 // tokens charged since the last fetch (for prefetch sizing)
-	pend        int64 // period tokens not yet pushed to Redis
-	lifePend    int64 // lifetime tokens not yet pushed
-	oldPend     int64 // charges of the previous period not yet pushed
-	oldKey      string
-	downAdmits  int // admissions made while Redis was down
-	oldPeriodAt int64
+	free       int64 // leased tokens not reserved
+	others     int64 // other replicas' token leases at the last call
+	tokAt      int64 // last lease fetch
+	tokBeat    int64 // last lease refresh
+	chargedTok int64 // tokens charged since the last fetch (for prefetch sizing)
+	pend       int64 // period tokens not yet pushed to Redis
+	lifePend   int64 // lifetime tokens not yet pushed
+	oldPend    int64 // charges of the previous period not yet pushed
+	oldKey     string
+	// Running totals of the charges this replica sent (pushed or
+	// pending) to the current period's counter, to oldKey's, and to the
+	// lifetime counter: the token script applies each charge once by
+	// them (see tokenScript), so a call whose reply was lost can be sent
+	// again.
+	sent, oldSent, lifeSent int64
+	downAdmits              int // admissions made while Redis was down
+	oldPeriodAt             int64
 }
 
 func (u *user) unlimited() bool {
@@ -106,11 +113,14 @@ func (u *user) roll(now int64) {
 		return
 	}
 	if u.tokKey != "" && u.pend != 0 {
+		// Charges still pending for an older counter go to this one's
+		// (as before): its running total grows by them.
+		u.oldSent = u.sent + u.oldPend
 		u.oldPend += u.pend
 		u.oldKey = u.tokKey
 		u.oldPeriodAt = u.periodStart
 	}
-	u.pend = 0
+	u.pend, u.sent = 0, 0
 	u.period, u.periodStart, u.periodEnd = k, start, end
 	u.tokKey = tokKey(u.id, start)
 	u.used, u.resv, u.reservers, u.free, u.others = 0, 0, 0, 0, 0
@@ -140,7 +150,8 @@ func (l *Limiter) user(ctx context.Context, uid int64, lim *auth.Limits, now int
 	// sh.mu is held here.
 	id := strconv.FormatInt(uid, 10)
 	u := &user{id: uid, lim: *lim, lastSeen: now,
-		rpmKey: "mr:q:{" + id + "}:rpm", concKey: "mr:q:{" + id + "}:conc", lifeKey: "mr:q:{" + id + "}:life"}
+		rpmKey: "mr:q:{" + id + "}:rpm", concKey: "mr:q:{" + id + "}:conc", lifeKey: "mr:q:{" + id + "}:life",
+		lifeAckKey: "mr:q:{" + id + "}:lifeack"}
 	u.roll(now)
 	u.mu.Lock() // others wait for the load below
 	sh.users[uid] = u

@@ -129,6 +129,10 @@ func clientInput(err error) error {
 
 // pluginFailure is a 502 naming the failure class, never the plugin's
 // internals or the backend's raw words.
+// codeStateTooLarge is plugins/responses.CodeStateTooLarge (core does not
+// import plugins).
+const codeStateTooLarge = "stream_state_too_large"
+
 func pluginFailure(err error) error {
 	var se *pluginhost.StatusError
 	switch {
@@ -144,6 +148,11 @@ func pluginFailure(err error) error {
 		return e
 	case errors.Is(err, pluginhost.ErrTooLarge):
 		return apierr.Wrap(canon.ErrRequestTooLarge, "request_too_large", "the request is larger than the gateway's plugins accept", err)
+	case errors.As(err, &se) && se.Status == abi.StatusStateTooLarge:
+		// A stream's answer outgrew the state its translator keeps
+		// (limits.state_max_kb): the Responses translator ends it
+		// incomplete on this code, with the output so far.
+		return apierr.Wrap(canon.ErrBackend, codeStateTooLarge, "the answer outgrew the stream state the gateway keeps for it", err)
 	}
 	return apierr.Wrap(canon.ErrBackend, "plugin_error", "a gateway plugin failed while handling this request", err)
 }
@@ -169,6 +178,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, ex *exchange) {
 		ex.turn = nil
 	}
 	ex.observeBackend()
+	ex.estimateUsage() // before the quota (releaseHeld) and the observers read it
 	ex.releaseHeld()
 	if ctx != nil && ex.watch.stole {
 		ctx.SetConnectionClose()

@@ -173,6 +173,10 @@ type stream struct {
 	clientGone     bool
 	werr           error  // the client write that ended a stream
 	resp           []byte // a stream's first bytes (audit)
+	// outEst sums the adapter's estimates of the output decoded
+	// (plugcall.Decoded.OutputTokens): the usage of an answer that ends
+	// without the backend's (estimateUsage).
+	outEst int64
 }
 
 func (st *stream) reset() {
@@ -183,6 +187,7 @@ func (st *stream) reset() {
 	st.backendDone, st.clientGone = false, false
 	st.werr = nil
 	st.resp = st.resp[:0]
+	st.outEst = 0
 }
 
 func newExchange() *exchange {

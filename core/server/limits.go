@@ -89,6 +89,9 @@ func denied(d *quota.Denied) error {
 // reservation covers (abi.MetaMaxOutput): a stream ends cleanly, with the
 // finish reason "length", where the budget ends, instead of running past
 // it. A request without max_tokens reserves quota.default_max_tokens.
+// The cap applies to each choice, so a request for n choices reserves n
+// times the output and gets the reservation's output divided by n: at
+// least one token each, or a refusal when the budget cannot cover that.
 func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 	if ex.ticket == nil || ex.principal.Limits.TokenBudget <= 0 {
 		return nil
@@ -96,12 +99,13 @@ func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 	est := inputEstimate(ex.body)
 	ex.estIn = est
 	want, min := est, est
+	choices := int64(max(ex.req.Choices, 1))
 	if !unary {
 		out := int64(ex.req.MaxTokens)
 		if out <= 0 {
 			out = int64(ex.s.cfg.Quota.DefaultMaxTokens)
 		}
-		want, min = est+out, est+1
+		want, min = est+choices*out, est+choices
 	}
 	granted, err := ex.ticket.Reserve(ex.ctx, min, want)
 	st := ex.ticket.Status()
@@ -114,26 +118,45 @@ func (ex *exchange) reserveTokens(ctx *fasthttp.RequestCtx, unary bool) error {
 		return err
 	}
 	if !unary && (granted < want || ex.req.MaxTokens <= 0) {
-		ex.maxOutput = int(granted - est)
+		ex.maxOutput = int((granted - est) / choices)
 	}
 	return nil
 }
 
-// usedTokens is what the request cost its user's budget: the backend's
-// reported usage, else (no usage reported) the input estimate plus one
-// token per streamed chunk once a response began, else nothing.
+// usedTokens is what the request cost its user's budget: its usage, the
+// backend's or estimated (estimateUsage).
 func (ex *exchange) usedTokens() int64 {
+	ex.estimateUsage()
 	u := &ex.out.Usage
-	if u.Reported {
-		return int64(u.Prompt + u.Completion)
+	return int64(u.Prompt + u.Completion)
+}
+
+// estimateUsage gives an answer that ends without the backend's usage —
+// the client hung up, the backend dropped the stream, a plugin failed —
+// estimated figures, once a response began or output was decoded: the
+// input estimate and the adapters' estimate of the output decoded, every
+// choice's deltas (abi.MetaOutputTokens, about a token per delta). The
+// quota charges them and the audit records them (Reported stays false:
+// tokens_estimated), so the two agree with what was delivered. Nothing
+// began: nothing is charged. It may run more than once.
+func (ex *exchange) estimateUsage() {
+	u := &ex.out.Usage
+	if u.Reported || ex.out.Attempts == 0 {
+		return
 	}
-	if ex.out.Attempts > 0 && (ex.out.Chunks > 0 || ex.out.Status == fasthttp.StatusOK) {
-		if ex.estIn == 0 {
-			ex.estIn = inputEstimate(ex.body)
-		}
-		return ex.estIn + int64(ex.out.Chunks)
+	if ex.out.Chunks == 0 && ex.out.Status != fasthttp.StatusOK && ex.outEst == 0 {
+		return
 	}
-	return 0
+	if ex.estIn == 0 {
+		ex.estIn = inputEstimate(ex.body)
+	}
+	out := ex.outEst
+	if out == 0 {
+		// A plugin built before the SDK estimated output reports none:
+		// a token per batch relayed, as the gateway charged before.
+		out = int64(ex.out.Chunks)
+	}
+	u.Prompt, u.Completion = int(ex.estIn), int(out)
 }
 
 // rateHeaders writes OpenAI's rate-limit headers for the limits l has.

@@ -91,7 +91,7 @@ func TestRoutingSpec_Marks(t *testing.T) {
 	if m != (needMarks{vision: 0b11, tools: 0b100, structured: 0b111000}) {
 		t.Errorf("marks %+v", m)
 	}
-	if spec.Len() != 3 || spec.Index("model") != fieldModel {
+	if spec.Len() != 5 || spec.Index("model") != fieldModel { // model, stream, include_usage, choices, prompts
 		t.Errorf("routing fields moved: len %d", spec.Len())
 	}
 }

@@ -260,7 +260,7 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if err := ex.tr.response(ex, ex.bresp.Body()); err != nil {
 		return pluginFailure(err)
 	}
-	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
+	ex.out.Usage, ex.out.FinishReason, ex.outEst = ex.dec.Usage, ex.dec.FinishReason, int64(ex.dec.OutputTokens)
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
 	ctx.SetBody(ex.enc.Body)
 	ex.out.BytesOut = int64(len(ex.enc.Body))

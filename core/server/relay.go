@@ -197,6 +197,7 @@ func (ex *exchange) noteDecoded() {
 	if ex.dec.FinishReason != "" {
 		ex.out.FinishReason = ex.dec.FinishReason
 	}
+	ex.outEst += int64(ex.dec.OutputTokens)
 	if ex.dec.Done {
 		ex.backendDone = true
 	}

@@ -115,6 +115,8 @@ const (
 	fieldModel = iota
 	fieldStream
 	fieldIncludeUsage
+	fieldChoices
+	fieldPrompts
 	fieldMaxTokens // and following: the max-tokens alternatives
 )
 
@@ -122,7 +124,7 @@ const (
 // Markers that do not compile are left out (the plugin still refuses what
 // the chosen backend cannot serve), keeping the routing fields.
 func routingSpec(r *sdk.Routing) (*jsonscan.Spec, needMarks) {
-	paths := []string{r.Model, r.Stream, r.IncludeUsage}
+	paths := []string{r.Model, r.Stream, r.IncludeUsage, r.Choices, r.Prompts}
 	paths = append(paths, r.MaxTokens...)
 	for i, p := range paths {
 		if p == "" {

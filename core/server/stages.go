@@ -347,6 +347,17 @@ func (ex *exchange) routeFields() {
 		}
 		usage = b
 	}
+	choices := 1
+	if v, ok := ex.scan.Get(fieldChoices); ok && v.Kind != jsonscan.Null {
+		n, ok := v.Int(ex.body)
+		if !ok || n < 1 || n > 1<<16 {
+			return // the translator says what is wrong
+		}
+		choices = int(n)
+	}
+	if v, ok := ex.scan.Get(fieldPrompts); ok && v.Kind == jsonscan.Array {
+		choices *= max(arrayLen(ex.body, v), 1) // each prompt gets its choices
+	}
 	maxTok := 0
 	for i := fieldMaxTokens; i < ex.route.spec.Len(); i++ {
 		if v, ok := ex.scan.Get(i); ok && v.Kind != jsonscan.Null {
@@ -358,7 +369,7 @@ func (ex *exchange) routeFields() {
 			break
 		}
 	}
-	r.Model, r.Stream, r.IncludeUsage, r.MaxTokens = string(ex.buf), stream, usage, maxTok
+	r.Model, r.Stream, r.IncludeUsage, r.MaxTokens, r.Choices = string(ex.buf), stream, usage, maxTok, choices
 	ex.routed = true
 	ex.out.Model, ex.out.Stream = r.Model, r.Stream
 }
@@ -457,7 +468,7 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	// tokenizer's count, which would cost milliseconds per request to
 	// weigh users against each other; the context check counts tokens
 	// only near a model's window (context.go).
-	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens
+	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens*max(ex.req.Choices, 1)
 	ex.watch.start() // a client that leaves while queued frees its place
 	l, err := a.a.Admit(ex.ctx, r)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/config"
+	"github.com/mindrouter/mindrouter/core/jsonscan"
 	"github.com/mindrouter/mindrouter/core/outcome"
 	"github.com/mindrouter/mindrouter/core/quota"
 	"github.com/mindrouter/mindrouter/sdk"
@@ -594,12 +595,12 @@ func TestPrecheck(t *testing.T) {
 // routingSpec keeps each routing field at its fixed index, empty paths
 // included.
 func TestRoutingSpec(t *testing.T) {
-	spec, _ := routingSpec(&sdk.Routing{Model: "model", MaxTokens: []string{"max_tokens", "options.num_predict"}})
+	spec, _ := routingSpec(&sdk.Routing{Model: "model", MaxTokens: []string{"max_tokens", "options.num_predict"}, Choices: "n"})
 	if spec == nil {
 		t.Fatal("no spec")
 	}
-	if spec.Len() != 5 || spec.Index("model") != fieldModel || spec.Index("max_tokens") != fieldMaxTokens ||
-		spec.Index("options.num_predict") != fieldMaxTokens+1 {
+	if spec.Len() != 7 || spec.Index("model") != fieldModel || spec.Index("n") != fieldChoices ||
+		spec.Index("max_tokens") != fieldMaxTokens || spec.Index("options.num_predict") != fieldMaxTokens+1 {
 		t.Fatalf("spec len %d, indexes %d %d %d", spec.Len(), spec.Index("model"), spec.Index("max_tokens"), spec.Index("options.num_predict"))
 	}
 	if spec, _ := routingSpec(&sdk.Routing{Model: "a.b.c.d.e"}); spec != nil {
@@ -615,5 +616,85 @@ func TestAuthFailure(t *testing.T) {
 	e := wantErr(t, authFailure(errors.New("store: connection refused")), 503, "authentication_unavailable")
 	if e.RetryAfter != 1 || strings.Contains(e.Msg, "refused") {
 		t.Errorf("503: %+v", e)
+	}
+}
+
+// A request for n choices reserves n times its output and caps each
+// choice to its share of the grant.
+func TestBudget_Choices(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		name           string
+		choices, maxTo int
+		grant          int64
+		refused        bool
+	}{
+		{"n 20 max_tokens 1000", 20, 1000, 3000, false},
+		{"n 50 default output", 50, 0, 3000, false},
+		{"less than a token each", 50, 100, 40, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &fakeLimiter{t: &fakeTicket{grant: tc.grant}}
+			ex := newEx(s, nil)
+			ex.principal.Limits = auth.Limits{TokenBudget: 3000}
+			ex.body = append(ex.body[:0], `{"model":"m","messages":[{"role":"user","content":"hi"}]}`...)
+			ex.req.Choices, ex.req.MaxTokens = tc.choices, tc.maxTo
+			rc := new(fasthttp.RequestCtx)
+			if err := (limitStage{l}).run(rc, ex); err != nil {
+				t.Fatal(err)
+			}
+			err := (budget{}).run(rc, ex)
+			if tc.refused {
+				wantErr(t, err, 429, "insufficient_quota")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := int64(tc.maxTo)
+			if out == 0 {
+				out = int64(s.cfg.Quota.DefaultMaxTokens)
+			}
+			est, n := inputEstimate(ex.body), int64(tc.choices)
+			if l.t.want != est+n*out || l.t.min != est+n {
+				t.Errorf("reserved min %d want %d; want min %d want %d", l.t.min, l.t.want, est+n, est+n*out)
+			}
+			if got, want := int64(ex.maxOutput), (tc.grant-est)/n; got != want || got*n+est > tc.grant {
+				t.Errorf("each choice capped at %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// The native scan reads how many sequences a request generates: n, times
+// the prompts of a text completion's prompt list.
+func TestRouteFields_Choices(t *testing.T) {
+	rt := &sdk.Routing{Model: "model", Stream: "stream", Choices: "n", Prompts: "prompt", MaxTokens: []string{"max_tokens"}}
+	spec, _ := routingSpec(rt)
+	s := newTestServer(t, nil)
+	for _, tc := range []struct {
+		body   string
+		want   int
+		routed bool
+	}{
+		{`{"model":"m","messages":[]}`, 1, true},
+		{`{"model":"m","n":20,"max_tokens":1000}`, 20, true},
+		{`{"model":"m","prompt":"one"}`, 1, true},
+		{`{"model":"m","prompt":["a","b, \"c\"",  "[d]"],"n":5}`, 15, true},
+		{`{"model":"m","prompt":[]}`, 1, true},
+		{`{"model":"m","n":"3"}`, 0, false}, // the translator says what is wrong
+		{`{"model":"m","n":0}`, 0, false},
+	} {
+		ex := newEx(s, nil)
+		ex.route.spec, ex.route.r.Routing = spec, rt
+		ex.body = append(ex.body[:0], tc.body...)
+		if err := jsonscan.Scan(ex.body, spec, jsonscan.Limits{}, &ex.scan); err != nil {
+			t.Fatal(err)
+		}
+		ex.buf = append(ex.buf[:0], 'm')
+		ex.routeFields()
+		if ex.routed != tc.routed || tc.routed && ex.req.Choices != tc.want {
+			t.Errorf("%s: routed %v, choices %d; want %v, %d", tc.body, ex.routed, ex.req.Choices, tc.routed, tc.want)
+		}
 	}
 }

@@ -367,3 +367,18 @@ func TestPatch_StreamThinkSplitter(t *testing.T) {
 		t.Fatalf("found %d of the 2 vectors", seen)
 	}
 }
+
+// strLen, which the stream and response patches count output with, is
+// the length of what unescape writes, as the components count it.
+func TestStrLen(t *testing.T) {
+	for _, s := range []string{`""`, `"plain words"`, `"a\nb\t\"c\"\\ \/"`, `"\u00e9t\u00e9 \ud83d\ude00 \u2028"`, `"caf\u00e9 \u4e2d\u6587"`} {
+		sc := scanner{b: []byte(s)}
+		v, ok := sc.str()
+		if !ok {
+			t.Fatalf("%s: not a string", s)
+		}
+		if got, want := strLen(sc.b, v), len(unescape(nil, sc.b[v.a:v.b])); got != want {
+			t.Errorf("%s: strLen %d, unescape writes %d bytes", s, got, want)
+		}
+	}
+}

@@ -339,6 +339,7 @@ func (p *openaiVLLM) response(c *sdk.Call, body []byte, r *sdk.PatchReport, out 
 	}
 	out.Body = append(b, `,"system_fingerprint":null}`...)
 	r.FinishReason = ch.finish
+	r.OutputTokens = sdk.OutputTokens(strLen(body, ch.content))
 	return true
 }
 
@@ -445,6 +446,7 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 			// A choice's first delta always writes its role.
 			b = p.appendChoiceEvent(b, ev, &ch, newRoles == 0)
 			newRoles = 1
+			r.OutputTokens += sdk.OutputTokens(strLen(ev, ch.content))
 			if ch.finish != canon.FinishNone {
 				r.FinishReason = ch.finish
 			}

@@ -566,6 +566,44 @@ func unescape(dst, b []byte) []byte {
 	return dst
 }
 
+// strLen is the length of string span v's value, as unescape writes it
+// (for sdk.OutputTokens, which the components count on decoded text).
+func strLen(src []byte, v span) int {
+	if v.kind != kStr {
+		return 0
+	}
+	b := src[v.a:v.b]
+	if v.flags&sfEsc == 0 {
+		return len(b)
+	}
+	n := 0
+	for i := 0; i < len(b); {
+		if b[i] != '\\' {
+			n++
+			i++
+			continue
+		}
+		if b[i+1] != 'u' {
+			n++
+			i += 2
+			continue
+		}
+		r := rune(hex4(b[i+2:]))
+		if r >= 0xD800 && r < 0xDC00 {
+			lo := rune(hex4(b[i+8:]))
+			r = (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000
+			i += 6
+		}
+		if l := utf8.RuneLen(r); l > 0 {
+			n += l
+		} else {
+			n += 3 // utf8.AppendRune writes U+FFFD
+		}
+		i += 6
+	}
+	return n
+}
+
 // appendCompact appends the raw JSON of span v without the whitespace
 // between its tokens (strings, numbers and keys as written): what
 // fastjson's MarshalTo gives for a value nobody read into.

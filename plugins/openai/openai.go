@@ -35,7 +35,7 @@ func Manifest() sdk.Manifest {
 			{Name: RouteChat, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/chat/completions",
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
-					MaxTokens: []string{"max_completion_tokens", "max_tokens"},
+					MaxTokens: []string{"max_completion_tokens", "max_tokens"}, Choices: "n",
 					// What the request needs from its model (ABI 2.6).
 					Vision: []string{"*.type=image_url"}, Tools: []string{"tools", "functions"}, // functions: the legacy form
 					Structured: []string{"response_format.type=json_object", "response_format.type=json_schema"},
@@ -43,7 +43,7 @@ func Manifest() sdk.Manifest {
 			{Name: RouteCompletions, Kind: sdk.EndpointChat, Method: "POST", Path: "/v1/completions",
 				StreamContentType: "text/event-stream", Routing: &sdk.Routing{
 					Model: "model", Stream: "stream", IncludeUsage: "stream_options.include_usage",
-					MaxTokens: []string{"max_tokens"},
+					MaxTokens: []string{"max_tokens"}, Choices: "n", Prompts: "prompt",
 				}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
 			{Name: RouteTokenize, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/v1/tokenize",

@@ -66,9 +66,24 @@ func (t *Translator) EncodeStreamError(c *sdk.Call, st *sdk.State, e *canon.Erro
 	if s.created != "" {
 		h.created = s.created
 	}
+	if e.Code == CodeStateTooLarge {
+		// The answer outgrew the state the host keeps for the stream: the
+		// output so far is what the client got, so the response ends
+		// incomplete at its length, as at max_output_tokens, not failed.
+		em := emitter{t: t, s: &s, out: out, h: h}
+		t.nbuf = 0
+		em.closeAll(-1, true)
+		em.lifecycle("response.incomplete", &outcome{status: statusIncomplete, incomplete: "max_output_tokens"})
+		return nil
+	}
 	out.Body = appendFailedWith(out.Body, &h, e, s.seq, s.items)
 	return nil
 }
+
+// CodeStateTooLarge is the canonical error code with which the host ends
+// a stream whose state outgrew its limit (plugins.yaml
+// limits.state_max_kb): EncodeStreamError ends it response.incomplete.
+const CodeStateTooLarge = "stream_state_too_large"
 
 // appendFailed writes response.failed for e without the stream's state:
 // its response id comes from the error's request id (the gateway's

@@ -13,8 +13,8 @@ const stateVersion = 1
 // The .done events and the terminal event repeat every item's full text,
 // so the blob holds all of it: the answer's size in bytes plus a few bytes
 // per item (about 3.9 bytes a token of English with cl100k: 125 KiB for a
-// 32k-token answer; hence the bundle's limits.state_max_kb of 160 in
-// plugins.yaml). The host passes the blob into and out of every stream
+// 32k-token answer, 200 KiB and more for text of long words; hence the
+// bundle's limits.state_max_kb of 320 in plugins.yaml). The host passes the blob into and out of every stream
 // call, so each call copies the text so far a few times (host to guest,
 // into the new blob, out to the host): O(n²) bytes over a stream.
 // Measured inside wazero (BenchmarkWasm, one 6-byte delta per call on a

@@ -265,6 +265,28 @@ func TestEncodeStream_Failed(t *testing.T) {
 			t.Errorf("failed event %s", last.RawJSON())
 		}
 	})
+	t.Run("state outgrown", func(t *testing.T) {
+		// The host ends a stream whose state outgrew state_max_kb with
+		// this code: the answer so far is complete as far as it goes, so
+		// the response is incomplete (max_output_tokens), not failed.
+		big := canon.Error{Status: 502, Type: canon.ErrBackend, Code: CodeStateTooLarge,
+			Message: "the answer outgrew the stream state", RequestID: testID}
+		var out sdk.Output
+		if err := New().EncodeStreamError(&sdk.Call{}, &sdk.State{In: state}, &big, &out); err != nil {
+			t.Fatal(err)
+		}
+		events := readEvents(t, append(append([]byte(nil), body...), out.Body...))
+		for i, e := range events {
+			if e.SequenceNumber != int64(i) {
+				t.Fatalf("event %d has sequence_number %d", i, e.SequenceNumber)
+			}
+		}
+		last := events[len(events)-1]
+		if last.Type != "response.incomplete" || last.Response.IncompleteDetails.Reason != "max_output_tokens" ||
+			last.Response.OutputText() != "Part" {
+			t.Errorf("last event %s", last.RawJSON())
+		}
+	})
 	t.Run("after the terminal event", func(t *testing.T) {
 		st := h.Stream(abi.OpStreamEncode, [][][]byte{sdktest.Chunks(chunks...)}, sdktest.Meta(gwMeta...))
 		end := st.Calls[len(st.Calls)-1].State

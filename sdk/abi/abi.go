@@ -609,12 +609,19 @@ func Unpack(v uint64) (ptr, n uint32) { return uint32(v >> 32), uint32(v) }
 // separators let a NUL in a client's model name forge pairs). Which op
 // reads or writes which key is documented on the ops.
 const (
-	MetaRoute         = "route"          // in, translator ops: route name from the manifest
-	MetaKind          = "kind"           // in, translator ops: the route's endpoint kind
-	MetaModel         = "model"          // out, request_decode; in, response/stream encode
-	MetaStream        = "stream"         // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
-	MetaIncludeUsage  = "include_usage"  // out, request_decode; in, stream_encode ("1"/"0")
-	MetaMaxTokens     = "max_tokens"     // out, request_decode: the requested output cap (decimal), absent when unset
+	MetaRoute        = "route"         // in, translator ops: route name from the manifest
+	MetaKind         = "kind"          // in, translator ops: the route's endpoint kind
+	MetaModel        = "model"         // out, request_decode; in, response/stream encode
+	MetaStream       = "stream"        // out, request_decode ("1"/"0"); in, error_encode ("1": an open stream)
+	MetaIncludeUsage = "include_usage" // out, request_decode; in, stream_encode ("1"/"0")
+	MetaMaxTokens    = "max_tokens"    // out, request_decode: the requested output cap (decimal), absent when unset
+	// MetaChoices: out, request_decode: how many sequences the request
+	// generates (decimal: choices per prompt times prompts), absent when
+	// one. The host multiplies the output it reserves from a token budget
+	// by it (and divides the output cap it grants, abi.MetaMaxOutput,
+	// which applies to each choice); routed requests give it in
+	// sdk.Routing.Choices. A plugin that omits it is counted as one.
+	MetaChoices       = "choices"
 	MetaID            = "id"             // in, response/stream encode: the gateway's request id
 	MetaCreated       = "created"        // in, response/stream encode: unix seconds
 	MetaStatus        = "status"         // in, error/probe decode: backend HTTP status; out, error_encode: HTTP status
@@ -641,6 +648,15 @@ const (
 	MetaReasoningTokens  = "reasoning_tokens"
 	MetaCachedTokens     = "cached_tokens"
 	MetaFinishReason     = "finish_reason" // out, response/stream decode: canonical finish reason
+	// MetaOutputTokens: out, response/stream decode and the fused
+	// response and stream ops: an estimate of the output tokens in the
+	// call's choices (decimal, absent when none), which the host sums and
+	// charges when a stream ends without usage (the client hung up, the
+	// backend dropped, a plugin failed). Engines stream about one token
+	// per delta, so each choice delta with text counts one, plus one per 4
+	// bytes of text beyond the first 12 (a delta holding several tokens);
+	// sdk.OutputTokens computes it.
+	MetaOutputTokens = "output_tokens"
 	// MetaEncodingFormat (2.2): out, embed_request_decode; in,
 	// embed_response_encode: the client's vector encoding as the
 	// translator names it in canon.EmbeddingRequest.EncodingFormat

@@ -199,7 +199,7 @@ func BuildPlugins() (PluginSet, error) {
 		for _, p := range Plugins {
 			extra := ""
 			if p.Name == "responses" {
-				extra = ", limits: {state_max_kb: 160}" // its stream state holds the answer so far (plugins.yaml)
+				extra = ", limits: {state_max_kb: 320}" // its stream state holds the answer so far (plugins.yaml)
 			}
 			fmt.Fprintf(&y, "  - {name: %s, kind: %s, path: %s.wasm, mode: trusted%s}\n", p.Name, p.Kind, p.Name, extra)
 		}
