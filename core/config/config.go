@@ -110,8 +110,8 @@ type Limits struct {
 // on each replica: a user's keys share one rate and one count in flight.
 type AdminLimits struct {
 	// MaxBodyBytes is the largest body an admin or self-service request
-	// may send (413 beyond); a chunked upload holds at most this much of
-	// limits.max_buffered_body_bytes while it arrives.
+	// may send (413 beyond); a chunked upload holds what it has sent of
+	// limits.max_buffered_body_bytes while it arrives, at most this much.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// RequestsPerMinute is each user's sustained rate (a burst of as many
 	// is allowed); beyond it, 429 with Retry-After. 0: unlimited.
