@@ -135,6 +135,10 @@ type Timeouts struct {
 	HeaderRead Duration `yaml:"header_read"`
 	// BodyRead bounds receiving a request's body (408 beyond).
 	BodyRead Duration `yaml:"body_read"`
+	// ClientWrite bounds one write to a client: a client that reads
+	// nothing of its answer for this long loses its connection, which
+	// frees its backend slot, its quota hold and the answer's memory.
+	ClientWrite Duration `yaml:"client_write"`
 }
 
 // Discovery controls backend probing.
@@ -442,6 +446,9 @@ func Default() *Config {
 			Connect:    Duration(5 * time.Second),
 			HeaderRead: Duration(10 * time.Second),
 			BodyRead:   Duration(60 * time.Second),
+			// Generous for a slow link, short against a client that
+			// never reads (it holds a backend slot while it does not).
+			ClientWrite: Duration(30 * time.Second),
 		},
 		Errors:    Errors{BackendMessages: "passthrough"},
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
@@ -599,6 +606,7 @@ func (c *Config) Validate() error {
 	}{{"timeouts.request", c.Timeouts.Request}, {"timeouts.stream_idle", c.Timeouts.StreamIdle},
 		{"timeouts.queue_wait", c.Timeouts.QueueWait}, {"timeouts.connect", c.Timeouts.Connect},
 		{"timeouts.header_read", c.Timeouts.HeaderRead}, {"timeouts.body_read", c.Timeouts.BodyRead},
+		{"timeouts.client_write", c.Timeouts.ClientWrite},
 		{"discovery.interval", c.Discovery.Interval}, {"discovery.timeout", c.Discovery.Timeout}} {
 		if d.v <= 0 {
 			add("%s: must be positive", d.k)

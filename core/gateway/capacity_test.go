@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // rawHalfClosed sends one raw HTTP/1.1 request to the gateway, closes its
@@ -63,4 +64,81 @@ func TestHalfClosedUnaryRequest_NoEmpty200(t *testing.T) {
 	if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 ") {
 		t.Fatalf("not an HTTP response: %q", got)
 	}
+}
+
+// sendUnread sends one raw request and never reads the answer: its
+// receive buffer is small, so the gateway's writes soon block.
+func sendUnread(t *testing.T, addr, key, path, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	req := "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer " + key +
+		"\r\nContent-Type: application/json\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Bug: a client that never reads its stream held its backend slot for
+// good: the relay's write blocked with no deadline (stream_idle bounds
+// only the backend's side). With timeouts.client_write the write fails,
+// the relay ends and the slot is free again.
+func TestClientWrite_UnreadStreamFreesBackendSlot(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t, fakellm.Config{Tokens: 200000, MaxModelLen: 400000}, fakellm.Config{}, "timeouts: {client_write: 1s}\n")
+	body := `{"model":"` + vllmModel + `","stream":true,"messages":[{"role":"user","content":"a very long story"}]}`
+	sendUnread(t, e.gw.Addr.String(), adminKey, "/v1/chat/completions", body)
+	testutil.WaitFor(t, "the stream to start", 10*time.Second, func() bool { return e.vllm.Stats().ActiveStreams > 0 })
+	testutil.WaitFor(t, "the unread stream to free its backend slot", 20*time.Second, func() bool {
+		var busy int64
+		for _, b := range e.gw.Reg.Backends() {
+			busy += b.InFlight()
+		}
+		return busy == 0 && e.vllm.Stats().ActiveStreams == 0
+	})
+}
+
+// Bug: a unary answer's quota ticket was released when the handler
+// returned, before fasthttp wrote the body, so a user's requests in
+// flight did not count answers still being written to clients that do
+// not read (each pinning its answer in memory): one user held dozens. The
+// ticket is held until the answer is written, or the write fails after
+// timeouts.client_write.
+func TestClientWrite_UnreadAnswerHoldsConcurrencyTicket(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t, fakellm.Config{EmbeddingDim: 4096}, fakellm.Config{}, "timeouts: {client_write: 2s}\n")
+	_, k := newUser(t, e.base, "slowreader", "staff", map[string]any{"max_concurrent_override": 1, "rpm_limit_override": 10000}, nil)
+	inputs := make([]string, 200)
+	for i := range inputs {
+		inputs[i] = `"text ` + itoa(i) + `"`
+	}
+	body := `{"model":"` + vllmModel + `","input":[` + strings.Join(inputs, ",") + `]}`
+	a := sendUnread(t, e.gw.Addr.String(), k.FullKey, "/v1/embeddings", body)
+	testutil.WaitFor(t, "the backend to answer the first request", 20*time.Second, func() bool {
+		return e.vllm.Stats().Completed >= 1
+	})
+	// The user's second request is refused while the first answer is
+	// being written, and admitted once that write gave up (the gateway
+	// then counts the first answer's client as gone): never while the
+	// gateway still writes it.
+	small := `{"model":"` + vllmModel + `","input":"hi"}`
+	var refused bool
+	testutil.WaitFor(t, "a second request of the user to be admitted", 30*time.Second, func() bool {
+		st, _, _ := rawPost(t, e.base+"/v1/embeddings", k.FullKey, small)
+		refused = refused || st == 429
+		return st == 200
+	})
+	gone, _ := metricValue(scrape(t, e.base+"/metrics", ""), "mindrouter_client_disconnects_total")
+	if gone < 1 {
+		t.Fatal("the second request was admitted while the first answer was still being written to a client that does not read")
+	}
+	if !refused {
+		t.Fatal("the second request was never refused while the first answer was unread")
+	}
+	_ = a.Close()
 }

@@ -262,12 +262,11 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.out.Usage, ex.out.FinishReason = ex.dec.Usage, ex.dec.FinishReason
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
-	ctx.SetBody(ex.enc.Body)
 	ex.out.BytesOut = int64(len(ex.enc.Body))
 	if ex.turn != nil {
 		ex.turn.Write(ex.enc.Body)
 	}
-	return nil
+	return ex.setAnswer(ctx, ex.enc.Body) // clientwrite.go
 }
 
 func orDefault(v, def string) string {

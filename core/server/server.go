@@ -175,6 +175,7 @@ func New(ctx context.Context, o Options) *Server {
 		Name:                          "mindrouter",
 		ReadBufferSize:                lim.MaxHeaderBytes,
 		ReadTimeout:                   o.Config.Timeouts.HeaderRead.D(),
+		WriteTimeout:                  o.Config.Timeouts.ClientWrite.D(), // per write of an answer: clientwrite.go
 		IdleTimeout:                   2 * time.Minute,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
