@@ -192,10 +192,12 @@ type TLS struct {
 // On reports whether the listener serves TLS.
 func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
-// Images controls how the gateway fetches images clients give by URL for
-// backends that take them only inline (Ollama): through an SSRF guard
-// (core/fetchguard) that refuses private, loopback, link-local and
-// metadata addresses after DNS resolution and on every redirect.
+// Images controls how the gateway fetches images clients give by URL,
+// for every engine (backends get them inline: Ollama takes no URLs, and
+// a vLLM must not fetch client-chosen URLs from inside the cluster):
+// through an SSRF guard (core/fetchguard) that refuses private, loopback,
+// link-local and metadata addresses after DNS resolution and on every
+// redirect.
 type Images struct {
 	// Fetch enables fetching; off, such a request is the client's 400.
 	Fetch bool `yaml:"fetch"`
@@ -204,6 +206,13 @@ type Images struct {
 	Timeout  Duration `yaml:"timeout"`
 	// MaxPerRequest bounds the URLs one request may make the gateway fetch.
 	MaxPerRequest int `yaml:"max_per_request"`
+	// MaxRequestBytes bounds one request's fetched images together (413
+	// beyond, the rest not fetched), and so does what the adapter
+	// plugin's payload limit holds of them (base64: 4/3 of their bytes).
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
+	// MaxBufferedBytes bounds the fetched image bytes all requests hold
+	// at once (503 with Retry-After beyond).
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
 	// Allow lists address prefixes the guard lets through although they
 	// are private (an internal image store): CIDRs such as 10.1.2.0/24.
 	Allow []string `yaml:"allow"`
@@ -453,7 +462,10 @@ func Default() *Config {
 		Errors:    Errors{BackendMessages: "passthrough"},
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
-		Images:    Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8},
+		// 16 MiB of images is 21.3 MiB of base64, within the plugins'
+		// default 32 MiB payload (8 images of max_bytes are not).
+		Images: Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8,
+			MaxRequestBytes: 16 << 20, MaxBufferedBytes: 256 << 20},
 		DataDir:   "data",
 		Store:     Store{Driver: "sqlite", DSN: "mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
@@ -620,6 +632,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Images.MaxPerRequest < 1 || c.Images.MaxPerRequest > 64 {
 		add("images.max_per_request: must be between 1 and 64")
+	}
+	if c.Images.MaxRequestBytes < c.Images.MaxBytes || c.Images.MaxRequestBytes > 768<<20 {
+		add("images.max_request_bytes: must be at least images.max_bytes and at most 805306368 (its base64 within the largest plugin payload)")
+	}
+	if c.Images.MaxBufferedBytes < c.Images.MaxRequestBytes {
+		add("images.max_buffered_bytes: must be at least images.max_request_bytes")
 	}
 	for i, a := range c.Images.Allow {
 		if p, err := netip.ParsePrefix(a); err != nil || p.Bits() == 0 {

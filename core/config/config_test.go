@@ -57,6 +57,10 @@ backends:
 		{"negative admin rate", "limits: {admin: {requests_per_minute: -1}}\n", "limits.admin.requests_per_minute"},
 		{"negative admin concurrency", "limits: {admin: {max_concurrent: -1}}\n", "limits.admin.max_concurrent"},
 		{"unknown admin limit", "limits: {admin: {rpm: 5}}\n", "rpm"},
+		{"client write off", "timeouts: {client_write: 0s}\n", "timeouts.client_write"},
+		{"images request budget under one image", "images: {max_bytes: 2097152, max_request_bytes: 1048576}\n", "images.max_request_bytes"},
+		{"images gateway budget under a request's", "images: {max_request_bytes: 33554432, max_buffered_bytes: 16777216}\n", "images.max_buffered_bytes"},
+		{"images budgets", "images: {max_request_bytes: 33554432, max_buffered_bytes: 1073741824}\n", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,9 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +146,78 @@ func TestClientWrite_UnreadAnswerHoldsConcurrencyTicket(t *testing.T) {
 		t.Fatal("the second request was never refused while the first answer was unread")
 	}
 	_ = a.Close()
+}
+
+// Bug: a request naming several image URLs made the gateway fetch every
+// one in full (8 × 10 MiB allowed, 80 MiB) before the plugin's payload
+// limit (32 MiB) refused the request: a 700-byte request cost 80 MiB.
+// A request's images now share images.max_request_bytes (16 MiB, within
+// the payload limit as base64): an image whose announced size does not
+// fit is refused before its body is fetched, and the request is a 413.
+func TestImageURL_RequestBudgetStopsFetching(t *testing.T) {
+	t.Parallel()
+	const n, size = 8, 4 << 20
+	gate := make(chan struct{})
+	var abandoned, served atomic.Int64
+	png, _ := base64.StdEncoding.DecodeString(onePixelPNG)
+	body := make([]byte, size)
+	copy(body, png)
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Header().Set("Content-Length", itoa(size))
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		select { // the body waits until the test has seen which images the gateway gave up
+		case <-gate:
+		case <-r.Context().Done():
+			abandoned.Add(1)
+			return
+		}
+		if _, err := w.Write(body); err == nil {
+			served.Add(1)
+		}
+	}))
+	t.Cleanup(img.Close)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "images: {allow: [127.0.0.1/32]}\n")
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `{"type":"image_url","image_url":{"url":"` + img.URL + "/" + itoa(i) + `.png"}}`
+	}
+	req := `{"model":"` + ollamaModel + `","messages":[{"role":"user","content":[{"type":"text","text":"what?"},` +
+		strings.Join(parts, ",") + `]}]}`
+	type answer struct {
+		status int
+		body   map[string]any
+	}
+	done := make(chan answer, 1)
+	go func() {
+		st, _, b := rawPost(t, e.base+"/v1/chat/completions", adminKey, req)
+		done <- answer{st, b}
+	}()
+	const fits = (16 << 20) / size
+	testutil.WaitFor(t, "the gateway to give up the images over its budget unfetched", 20*time.Second, func() bool {
+		return abandoned.Load() == n-fits
+	})
+	open()
+	a := <-done
+	if a.status != 413 {
+		t.Fatalf("status %d %v, want 413", a.status, a.body)
+	}
+	if errObj, _ := a.body["error"].(map[string]any); errObj["code"] != "images_too_large" {
+		t.Fatalf("error %v", a.body)
+	}
+	got, ok := metricValue(scrape(t, e.base+"/metrics", ""), "mindrouter_image_fetch_bytes_total")
+	if !ok || got > 16<<20 {
+		t.Fatalf("fetched %v bytes (exported %v) for a 16 MiB request budget", got, ok)
+	}
+	testutil.WaitFor(t, "the held image bytes to be given back", 5*time.Second, func() bool {
+		v, _ := metricValue(scrape(t, e.base+"/metrics", ""), "mindrouter_image_bytes_held")
+		return v == 0
+	})
+	if served.Load() > fits {
+		t.Fatalf("%d image bodies served, want at most %d", served.Load(), fits)
+	}
 }

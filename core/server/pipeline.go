@@ -167,7 +167,11 @@ func noAdapter(b *backend.Backend) error {
 func (ex *exchange) withImages(call func() error) error {
 	err := call()
 	if urls, ok := needImages(err); ok && len(ex.calls.Images) == 0 {
-		if ex.calls.Images, err = ex.s.fetchImages(ex.ctx, urls, ex.calls.Images[:0]); err != nil {
+		if ex.imgHeld != nil { // a fetch that failed before
+			ex.imgHeld.Release()
+		}
+		ex.imgHeld = ex.imageBudget() // given back by releaseHeld
+		if ex.calls.Images, err = ex.s.fetchImages(ex.ctx, urls, ex.calls.Images[:0], ex.imgHeld); err != nil {
 			return err
 		}
 		err = call()
