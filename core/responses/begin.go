@@ -219,23 +219,33 @@ func (k *Keeper) loadHistory(ctx context.Context, res *resolver, a *fastjson.Are
 	defer k.parsers.Put(p)
 	if req.prevID != "" {
 		if err := k.loadPrevious(ctx, res, p, a, owner, req.prevID, now, &h); err != nil {
-			return h, err
+			return h, k.orTooLarge(req, err)
 		}
 	}
 	if req.convID != "" {
 		if err := k.loadConversation(ctx, res, p, a, owner, req.convID, now, &h); err != nil {
-			return h, err
+			return h, k.orTooLarge(req, err)
 		}
 	}
 	if len(h.live) > k.opts.MaxHistoryBytes {
-		param := "previous_response_id"
-		if req.convID != "" {
-			param = "conversation"
-		}
-		return h, badInput(param, "The stored history this request continues is %d bytes, over this gateway's limit of %d bytes; start a new one.",
-			len(h.live), k.opts.MaxHistoryBytes)
+		return h, k.historyTooLarge(req)
 	}
 	return h, nil
+}
+
+// errHistoryTooLarge: a history load stopped at MaxHistoryBytes.
+var errHistoryTooLarge = errors.New("history over the limit")
+
+// historyTooLarge is the client's 400 for a history over MaxHistoryBytes,
+// which the keeper stops reading once it is over: its whole size is not
+// known, nor loaded.
+func (k *Keeper) historyTooLarge(req request) error {
+	param := "previous_response_id"
+	if req.convID != "" {
+		param = "conversation"
+	}
+	return badInput(param, "The stored history this request continues is more than this gateway's limit of %d bytes; start a new one.",
+		k.opts.MaxHistoryBytes)
 }
 
 // loadPrevious adds a stored response's expanded input and output to h.
@@ -252,6 +262,9 @@ func (k *Keeper) loadPrevious(ctx context.Context, res *resolver, p *fastjson.Pa
 	}
 	if err != nil {
 		return storeErr("read the previous response", err)
+	}
+	if len(r.Input)+len(r.Response) > k.opts.MaxHistoryBytes {
+		return errHistoryTooLarge // refused before its images are expanded
 	}
 	if inner := arrayInner(r.Input); len(inner) > 0 {
 		for _, ref := range r.BlobRefs {
@@ -286,21 +299,41 @@ func (k *Keeper) loadConversation(ctx context.Context, res *resolver, p *fastjso
 		}
 		return storeErr("read the conversation", err)
 	}
-	items, _, err := k.st.ConversationItems(ctx, owner, id, store.ItemPage{})
+	// Read no more than the history may hold: the stored items are no
+	// larger than their live form (images by reference), so a
+	// conversation over the limit stops loading at it.
+	room := k.opts.MaxHistoryBytes - len(h.live)
+	if room <= 0 {
+		return errHistoryTooLarge
+	}
+	items, over, err := k.st.ConversationItems(ctx, owner, id, store.ItemPage{MaxBytes: room})
 	if errors.Is(err, store.ErrNotFound) {
 		return convNotFound(id, "conversation")
 	}
 	if err != nil {
 		return storeErr("read the conversation's items", err)
 	}
+	if over {
+		return errHistoryTooLarge
+	}
 	for _, it := range items {
 		live, err := res.liveJSON(p, a, it.Item)
 		if err != nil {
 			return err
 		}
-		h.add(live, it.Item)
+		if h.add(live, it.Item); len(h.live) > k.opts.MaxHistoryBytes {
+			return errHistoryTooLarge // its images made it too large
+		}
 	}
 	return nil
+}
+
+// orTooLarge is err as the client sees it.
+func (k *Keeper) orTooLarge(req request, err error) error {
+	if errors.Is(err, errHistoryTooLarge) {
+		return k.historyTooLarge(req)
+	}
+	return err
 }
 
 func convNotFound(id, param string) *apierr.Error {

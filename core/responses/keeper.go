@@ -42,7 +42,8 @@ type Options struct {
 	// longer one is not stored (and logged).
 	MaxResponseBytes int
 	// MaxHistoryBytes bounds the history spliced into one request (400
-	// beyond: the client starts a new chain or conversation).
+	// beyond: the client starts a new chain or conversation); the store
+	// is read no further than it (store.ItemPage.MaxBytes).
 	MaxHistoryBytes int
 	// Clock is the time source (tests); nil is time.Now.
 	Clock func() time.Time

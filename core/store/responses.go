@@ -58,11 +58,15 @@ type Blob struct {
 
 // ItemPage selects conversation items: after the item After (exclusive,
 // "" from the first) in ascending Seq order, or descending when Desc, at
-// most Limit (0: all).
+// most Limit (0: all). MaxBytes (0: no bound) stops the read at the first
+// item that would bring the items' total bytes over it: that item and the
+// rest are not read, and more is true. A caller that bounds what it
+// loads (a conversation's history) so never reads more than its bound.
 type ItemPage struct {
-	After string
-	Limit int
-	Desc  bool
+	After    string
+	Limit    int
+	Desc     bool
+	MaxBytes int
 }
 
 // ResponseStore keeps the Responses and Conversations state. Every read

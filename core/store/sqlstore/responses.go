@@ -305,24 +305,32 @@ func (s *Store) ConversationItems(ctx context.Context, ownerID int64, id string,
 		return nil, false, fail(err, what)
 	}
 	defer rows.Close()
-	var items []store.ConversationItem
+	var (
+		items []store.ConversationItem
+		total int
+		over  bool
+	)
 	for rows.Next() {
 		var (
 			it   store.ConversationItem
-			body string
+			body sql.RawBytes // the driver's buffer: not copied unless kept
 		)
 		if err := rows.Scan(&it.ConversationID, &it.Seq, &it.ItemID, &body, timeDest{&it.CreatedAt}); err != nil {
 			return nil, false, fail(err, what)
 		}
-		it.Item = []byte(body)
+		if total += len(body); page.MaxBytes > 0 && total > page.MaxBytes {
+			over = true // the rows after it are not read (rows.Close)
+			break
+		}
+		it.Item = []byte(string(body))
 		items = append(items, it)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fail(err, what)
 	}
-	more := page.Limit > 0 && len(items) > page.Limit
-	if more {
-		items = items[:page.Limit]
+	more := over
+	if page.Limit > 0 && len(items) > page.Limit {
+		items, more = items[:page.Limit], true
 	}
 	return items, more, nil
 }

@@ -149,6 +149,12 @@ func testConversations(t *testing.T, open func(t *testing.T) store.Store) {
 		{store.ItemPage{After: "msg_c", Limit: 2, Desc: true}, []string{"msg_b", "msg_a"}, false},
 		{store.ItemPage{After: "msg_d", Limit: 1, Desc: true}, []string{"msg_a"}, true},
 		{store.ItemPage{After: "msg_a"}, []string{"msg_d"}, false}, // after the newest msg_a
+		// MaxBytes stops before the item that would go over it.
+		{store.ItemPage{MaxBytes: 28}, []string{"msg_a", "msg_b"}, true},
+		{store.ItemPage{MaxBytes: 27}, []string{"msg_a"}, true},
+		{store.ItemPage{MaxBytes: 1}, nil, true},
+		{store.ItemPage{MaxBytes: 1 << 20}, []string{"msg_a", "msg_b", "msg_c", "msg_a", "msg_d"}, false},
+		{store.ItemPage{Limit: 2, MaxBytes: 1 << 20}, []string{"msg_a", "msg_b"}, true},
 	} {
 		items, gotMore, err := s.ConversationItems(c, 3, "conv_1", tc.page)
 		must(t, err, fmt.Sprintf("ConversationItems %+v", tc.page))
