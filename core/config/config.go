@@ -328,6 +328,24 @@ type Responses struct {
 	// MaxItemBytes bounds one stored item (a message with its images);
 	// a larger input item is refused with 400 (default 4 MiB).
 	MaxItemBytes int `yaml:"max_item_bytes"`
+	// MaxStoredBytes and MaxStoredItems bound what each user keeps
+	// stored (responses with store: true, conversations and their items,
+	// the images stored with them): a write that would go over is
+	// refused, 429 (413 when it alone is larger than the bound), before
+	// anything is generated. 0: unlimited. Defaults 128 MiB and 10000.
+	MaxStoredBytes int64 `yaml:"max_stored_bytes"`
+	MaxStoredItems int64 `yaml:"max_stored_items"`
+	// Groups override the bounds for the users of a group, by group name;
+	// a bound a group does not name is the default above.
+	Groups map[string]StoredLimits `yaml:"groups"`
+}
+
+// StoredLimits are a group's bounds on its users' stored Responses state
+// (responses.groups); nil keeps responses.max_stored_bytes or _items, 0
+// is unlimited.
+type StoredLimits struct {
+	MaxStoredBytes *int64 `yaml:"max_stored_bytes"`
+	MaxStoredItems *int64 `yaml:"max_stored_items"`
 }
 
 // ResponsesOn reports whether the Responses and Conversations state is served.
@@ -473,7 +491,8 @@ func Default() *Config {
 		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
 		Retries:   Retries{MaxAttempts: 3, AttemptTimeout: Duration(60 * time.Second)},
 		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
-		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20},
+		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20,
+			MaxStoredBytes: 128 << 20, MaxStoredItems: 10000},
 		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10,
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
@@ -720,6 +739,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Responses.MaxItemBytes < 1024 || c.Responses.MaxItemBytes > 64<<20 {
 		add("responses.max_item_bytes: must be between 1024 and 67108864")
+	}
+	if c.Responses.MaxStoredBytes < 0 || c.Responses.MaxStoredItems < 0 {
+		add("responses.max_stored_bytes, max_stored_items: must be >= 0 (0: unlimited)")
+	}
+	for name, g := range c.Responses.Groups {
+		if g.MaxStoredBytes != nil && *g.MaxStoredBytes < 0 || g.MaxStoredItems != nil && *g.MaxStoredItems < 0 {
+			add("responses.groups.%s: max_stored_bytes and max_stored_items must be >= 0 (0: unlimited)", name)
+		}
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

@@ -146,6 +146,9 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 	case !store:
 		return body, nil, nil
 	}
+	if err := k.admitStored(ctx, p, int64(len(body)), 1); err != nil {
+		return nil, nil, err
+	}
 	return body, &turn{k: k, owner: p.UserID, requestID: requestID, store: true, lazy: true, raw: input}, nil
 }
 
@@ -204,8 +207,25 @@ func (k *Keeper) beginFull(ctx context.Context, p *auth.Principal, requestID str
 	}
 	t := &turn{k: k, owner: owner, requestID: requestID, store: req.store, prevID: req.prevID, convID: req.convID,
 		items: items, blobs: bs.blobs, refs: bs.refs}
+	// What the turn will store, less its answer (not known yet): the
+	// expanded input of a stored response (its history included) and a
+	// conversation's new items, each with the images stored with them.
+	var addBytes, addItems int64
+	for _, b := range bs.blobs {
+		addBytes += int64(len(b.Data))
+	}
 	if req.store {
 		t.input = expandedInput(hist.stored, items)
+		addBytes, addItems = addBytes+int64(len(t.input)), addItems+1
+	}
+	if req.convID != "" {
+		for _, it := range items {
+			addBytes += int64(len(it.stored))
+		}
+		addItems += int64(len(items)) + 1 // and at least one output item
+	}
+	if err := k.admitStored(ctx, p, addBytes, addItems); err != nil {
+		return nil, nil, err
 	}
 	return out, t, nil
 }
