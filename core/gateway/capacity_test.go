@@ -116,7 +116,7 @@ func TestClientWrite_UnreadStreamFreesBackendSlot(t *testing.T) {
 // timeouts.client_write.
 func TestClientWrite_UnreadAnswerHoldsConcurrencyTicket(t *testing.T) {
 	t.Parallel()
-	e := startEnv(t, fakellm.Config{EmbeddingDim: 4096}, fakellm.Config{}, "timeouts: {client_write: 2s}\n")
+	e := startEnv(t, fakellm.Config{EmbeddingDim: 2048}, fakellm.Config{}, "timeouts: {client_write: 2s}\n")
 	_, k := newUser(t, e.base, "slowreader", "staff", map[string]any{"max_concurrent_override": 1, "rpm_limit_override": 10000}, nil)
 	inputs := make([]string, 200)
 	for i := range inputs {
