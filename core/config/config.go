@@ -112,8 +112,8 @@ type Limits struct {
 // on each replica: a user's keys share one rate and one count in flight.
 type AdminLimits struct {
 	// MaxBodyBytes is the largest body an admin or self-service request
-	// may send (413 beyond); a chunked upload holds at most this much of
-	// limits.max_buffered_body_bytes while it arrives.
+	// may send (413 beyond); a chunked upload holds what it has sent of
+	// limits.max_buffered_body_bytes while it arrives, at most this much.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// RequestsPerMinute is each user's sustained rate (a burst of as many
 	// is allowed); beyond it, 429 with Retry-After. 0: unlimited.
@@ -137,6 +137,10 @@ type Timeouts struct {
 	HeaderRead Duration `yaml:"header_read"`
 	// BodyRead bounds receiving a request's body (408 beyond).
 	BodyRead Duration `yaml:"body_read"`
+	// ClientWrite bounds one write to a client: a client that reads
+	// nothing of its answer for this long loses its connection, which
+	// frees its backend slot, its quota hold and the answer's memory.
+	ClientWrite Duration `yaml:"client_write"`
 }
 
 // Discovery controls backend probing.
@@ -199,10 +203,12 @@ type TLS struct {
 // On reports whether the listener serves TLS.
 func (t TLS) On() bool { return t.CertFile != "" || t.KeyFile != "" }
 
-// Images controls how the gateway fetches images clients give by URL for
-// backends that take them only inline (Ollama): through an SSRF guard
-// (core/fetchguard) that refuses private, loopback, link-local and
-// metadata addresses after DNS resolution and on every redirect.
+// Images controls how the gateway fetches images clients give by URL,
+// for every engine (backends get them inline: Ollama takes no URLs, and
+// a vLLM must not fetch client-chosen URLs from inside the cluster):
+// through an SSRF guard (core/fetchguard) that refuses private, loopback,
+// link-local and metadata addresses after DNS resolution and on every
+// redirect.
 type Images struct {
 	// Fetch enables fetching; off, such a request is the client's 400.
 	Fetch bool `yaml:"fetch"`
@@ -211,6 +217,13 @@ type Images struct {
 	Timeout  Duration `yaml:"timeout"`
 	// MaxPerRequest bounds the URLs one request may make the gateway fetch.
 	MaxPerRequest int `yaml:"max_per_request"`
+	// MaxRequestBytes bounds one request's fetched images together (413
+	// beyond, the rest not fetched), and so does what the adapter
+	// plugin's payload limit holds of them (base64: 4/3 of their bytes).
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
+	// MaxBufferedBytes bounds the fetched image bytes all requests hold
+	// at once (503 with Retry-After beyond).
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
 	// Allow lists address prefixes the guard lets through although they
 	// are private (an internal image store): CIDRs such as 10.1.2.0/24.
 	Allow []string `yaml:"allow"`
@@ -351,6 +364,24 @@ type Responses struct {
 	// MaxItemBytes bounds one stored item (a message with its images);
 	// a larger input item is refused with 400 (default 4 MiB).
 	MaxItemBytes int `yaml:"max_item_bytes"`
+	// MaxStoredBytes and MaxStoredItems bound what each user keeps
+	// stored (responses with store: true, conversations and their items,
+	// the images stored with them): a write that would go over is
+	// refused, 429 (413 when it alone is larger than the bound), before
+	// anything is generated. 0: unlimited. Defaults 128 MiB and 10000.
+	MaxStoredBytes int64 `yaml:"max_stored_bytes"`
+	MaxStoredItems int64 `yaml:"max_stored_items"`
+	// Groups override the bounds for the users of a group, by group name;
+	// a bound a group does not name is the default above.
+	Groups map[string]StoredLimits `yaml:"groups"`
+}
+
+// StoredLimits are a group's bounds on its users' stored Responses state
+// (responses.groups); nil keeps responses.max_stored_bytes or _items, 0
+// is unlimited.
+type StoredLimits struct {
+	MaxStoredBytes *int64 `yaml:"max_stored_bytes"`
+	MaxStoredItems *int64 `yaml:"max_stored_items"`
 }
 
 // ResponsesOn reports whether the Responses and Conversations state is served.
@@ -478,11 +509,17 @@ func Default() *Config {
 			Connect:    Duration(5 * time.Second),
 			HeaderRead: Duration(10 * time.Second),
 			BodyRead:   Duration(60 * time.Second),
+			// Generous for a slow link, short against a client that
+			// never reads (it holds a backend slot while it does not).
+			ClientWrite: Duration(30 * time.Second),
 		},
 		Errors:    Errors{BackendMessages: "passthrough"},
 		Discovery: Discovery{Interval: Duration(10 * time.Second), Timeout: Duration(5 * time.Second)},
 		Log:       Log{Level: "info"},
-		Images:    Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8},
+		// 16 MiB of images is 21.3 MiB of base64, within the plugins'
+		// default 32 MiB payload (8 images of max_bytes are not).
+		Images: Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8,
+			MaxRequestBytes: 16 << 20, MaxBufferedBytes: 256 << 20},
 		DataDir:   "data",
 		Store:     Store{Driver: "sqlite", DSN: "mindrouter.db"},
 		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
@@ -491,7 +528,8 @@ func Default() *Config {
 		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
 		Retries:   Retries{MaxAttempts: 3, AttemptTimeout: Duration(60 * time.Second)},
 		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
-		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20},
+		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20,
+			MaxStoredBytes: 128 << 20, MaxStoredItems: 10000},
 		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10,
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
@@ -642,6 +680,7 @@ func (c *Config) Validate() error {
 	}{{"timeouts.request", c.Timeouts.Request}, {"timeouts.stream_idle", c.Timeouts.StreamIdle},
 		{"timeouts.queue_wait", c.Timeouts.QueueWait}, {"timeouts.connect", c.Timeouts.Connect},
 		{"timeouts.header_read", c.Timeouts.HeaderRead}, {"timeouts.body_read", c.Timeouts.BodyRead},
+		{"timeouts.client_write", c.Timeouts.ClientWrite},
 		{"discovery.interval", c.Discovery.Interval}, {"discovery.timeout", c.Discovery.Timeout}} {
 		if d.v <= 0 {
 			add("%s: must be positive", d.k)
@@ -655,6 +694,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Images.MaxPerRequest < 1 || c.Images.MaxPerRequest > 64 {
 		add("images.max_per_request: must be between 1 and 64")
+	}
+	if c.Images.MaxRequestBytes < c.Images.MaxBytes || c.Images.MaxRequestBytes > 768<<20 {
+		add("images.max_request_bytes: must be at least images.max_bytes and at most 805306368 (its base64 within the largest plugin payload)")
+	}
+	if c.Images.MaxBufferedBytes < c.Images.MaxRequestBytes {
+		add("images.max_buffered_bytes: must be at least images.max_request_bytes")
 	}
 	for i, a := range c.Images.Allow {
 		if p, err := netip.ParsePrefix(a); err != nil || p.Bits() == 0 {
@@ -759,6 +804,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Responses.MaxItemBytes < 1024 || c.Responses.MaxItemBytes > 64<<20 {
 		add("responses.max_item_bytes: must be between 1024 and 67108864")
+	}
+	if c.Responses.MaxStoredBytes < 0 || c.Responses.MaxStoredItems < 0 {
+		add("responses.max_stored_bytes, max_stored_items: must be >= 0 (0: unlimited)")
+	}
+	for name, g := range c.Responses.Groups {
+		if g.MaxStoredBytes != nil && *g.MaxStoredBytes < 0 || g.MaxStoredItems != nil && *g.MaxStoredItems < 0 {
+			add("responses.groups.%s: max_stored_bytes and max_stored_items must be >= 0 (0: unlimited)", name)
+		}
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

@@ -57,6 +57,13 @@ backends:
 		{"negative admin rate", "limits: {admin: {requests_per_minute: -1}}\n", "limits.admin.requests_per_minute"},
 		{"negative admin concurrency", "limits: {admin: {max_concurrent: -1}}\n", "limits.admin.max_concurrent"},
 		{"unknown admin limit", "limits: {admin: {rpm: 5}}\n", "rpm"},
+		{"stored state bounds", "responses: {max_stored_bytes: 0, max_stored_items: 5, groups: {students: {max_stored_bytes: 1048576}}}\n", ""},
+		{"negative stored bytes", "responses: {max_stored_bytes: -1}\n", "responses.max_stored_bytes"},
+		{"negative group stored items", "responses: {groups: {staff: {max_stored_items: -2}}}\n", "responses.groups.staff"},
+		{"client write off", "timeouts: {client_write: 0s}\n", "timeouts.client_write"},
+		{"images request budget under one image", "images: {max_bytes: 2097152, max_request_bytes: 1048576}\n", "images.max_request_bytes"},
+		{"images gateway budget under a request's", "images: {max_request_bytes: 33554432, max_buffered_bytes: 16777216}\n", "images.max_buffered_bytes"},
+		{"images budgets", "images: {max_request_bytes: 33554432, max_buffered_bytes: 1073741824}\n", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

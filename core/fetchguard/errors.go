@@ -6,8 +6,8 @@ import "fmt"
 // status and code for the client.
 type Reason uint8
 
-// Reasons. All of them are the client's fault or the remote host's, never
-// the gateway's.
+// Reasons. All of them but ReasonBusy are the client's fault or the
+// remote host's, never the gateway's.
 const (
 	ReasonURL              Reason = iota + 1 // malformed URL, host or data URL
 	ReasonScheme                             // not http or https (also on a redirect)
@@ -19,6 +19,7 @@ const (
 	ReasonTooLarge                           // body over Config.MaxBytes
 	ReasonNotImage                           // not image/* or not PNG, JPEG, GIF or WebP bytes
 	ReasonRedirects                          // more than Config.MaxRedirects redirects
+	ReasonBusy                               // a gateway-wide Budget had no room (the only gateway-side reason)
 )
 
 var reasonNames = [...]string{
@@ -32,6 +33,7 @@ var reasonNames = [...]string{
 	ReasonTooLarge:         "too_large",
 	ReasonNotImage:         "not_image",
 	ReasonRedirects:        "redirects",
+	ReasonBusy:             "busy",
 }
 
 // String is a stable snake_case name, usable as a metric label or error code.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,7 @@ const accept = "image/png, image/jpeg, image/gif, image/webp"
 // and keeps a small pool of idle connections; Close drops them.
 type Fetcher struct {
 	cfg       Config
+	fetched   atomic.Int64 // image body bytes read, all fetches together
 	dialer    *net.Dialer
 	transport *http.Transport
 	client    *http.Client
@@ -55,19 +57,42 @@ func New(cfg Config) (*Fetcher, error) {
 // Close drops idle connections.
 func (f *Fetcher) Close() { f.transport.CloseIdleConnections() }
 
+// Fetched is the image body bytes the fetcher has read, all fetches
+// together (refused ones included: what fetching cost).
+func (f *Fetcher) Fetched() int64 { return f.fetched.Load() }
+
 // Load returns the image a client referenced either way: a data: URL is
 // decoded (bounded by Config.MaxBytes), anything else is fetched.
 func (f *Fetcher) Load(ctx context.Context, ref string) (Image, error) {
+	return f.LoadWithin(ctx, ref, nil)
+}
+
+// LoadWithin is Load with the image's bytes taken from b (nil: none),
+// which refuses the image, before its body is read where its size is
+// announced, once the images of b together would exceed it. A refused
+// image gives back what it took; a loaded one keeps it until b.Release.
+func (f *Fetcher) LoadWithin(ctx context.Context, ref string, b *Budget) (Image, error) {
 	if isDataURL(ref) {
-		return parseDataURL(ref, f.cfg.MaxBytes)
+		img, err := parseDataURL(ref, f.cfg.MaxBytes)
+		if err == nil {
+			err = b.take(int64(len(img.Data)))
+		}
+		if err != nil {
+			return Image{}, err
+		}
+		return img, nil
 	}
-	return f.Fetch(ctx, ref)
+	return f.fetch(ctx, ref, b)
 }
 
 // Fetch GETs an http(s) image URL through the guard. A refusal is an
 // *Error; if ctx ends first, Fetch returns ctx's cause instead (the
 // client went away or the request's own deadline passed).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Image, error) {
+	return f.fetch(ctx, rawURL, nil)
+}
+
+func (f *Fetcher) fetch(ctx context.Context, rawURL string, b *Budget) (Image, error) {
 	if len(rawURL) > maxURLLen {
 		return Image{}, newError(ReasonURL, nil, "image URL is longer than %d bytes", maxURLLen)
 	}
@@ -86,14 +111,14 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Image, error) {
 		return Image{}, f.failure(ctx, fctx, err)
 	}
 	defer resp.Body.Close()
-	img, err := f.read(resp)
+	img, err := f.read(resp, b)
 	if err != nil {
 		return Image{}, f.failure(ctx, fctx, err)
 	}
 	return img, nil
 }
 
-func (f *Fetcher) read(resp *http.Response) (Image, error) {
+func (f *Fetcher) read(resp *http.Response, b *Budget) (Image, error) {
 	if resp.StatusCode != http.StatusOK {
 		return Image{}, newError(ReasonStatus, nil, "image URL returned HTTP %d", resp.StatusCode)
 	}
@@ -104,12 +129,31 @@ func (f *Fetcher) read(resp *http.Response) (Image, error) {
 	if resp.ContentLength > f.cfg.MaxBytes {
 		return Image{}, f.errTooLarge()
 	}
+	body := &budgetReader{r: io.LimitReader(resp.Body, f.cfg.MaxBytes+1), b: b, counted: &f.fetched}
 	size := int64(bytes.MinRead)
 	if resp.ContentLength > 0 {
+		// Announced: taken before a byte of it is read, so an image the
+		// budget cannot hold costs nothing to refuse.
+		if err := b.take(resp.ContentLength); err != nil {
+			return Image{}, err
+		}
+		body.prepaid, body.taken = resp.ContentLength, resp.ContentLength
 		size = resp.ContentLength + 1 // +1 so ReadFrom sees EOF without growing
 	}
+	img, err := readImage(body, size, f)
+	if err != nil {
+		b.give(body.taken)
+		return Image{}, err
+	}
+	if unused := body.taken - int64(len(img.Data)); unused > 0 { // shorter than announced
+		b.give(unused)
+	}
+	return img, nil
+}
+
+func readImage(body io.Reader, size int64, f *Fetcher) (Image, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, size))
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, f.cfg.MaxBytes+1)); err != nil {
+	if _, err := buf.ReadFrom(body); err != nil {
 		return Image{}, err
 	}
 	if int64(buf.Len()) > f.cfg.MaxBytes {

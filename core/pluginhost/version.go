@@ -129,6 +129,10 @@ type Version struct {
 // Manifest returns this version's manifest.
 func (v *Version) Manifest() sdk.Manifest { return v.manifest }
 
+// MaxPayload is the largest call payload and meta this version takes, in
+// bytes (limits.max_payload_mb); 0 for none.
+func (v *Version) MaxPayload() int { return v.payloadMax }
+
 // Healthy is false once the watchdog saw a call of this version overrun its
 // hard limit.
 func (v *Version) Healthy() bool { return !v.unhealthy.Load() }

@@ -149,6 +149,9 @@ func (k *Keeper) Begin(ctx context.Context, p *auth.Principal, requestID string,
 	if err := k.gate.check(ctx); err != nil {
 		return nil, nil, err
 	}
+	if err := k.admitStored(ctx, p, int64(len(body)), 1); err != nil {
+		return nil, nil, err
+	}
 	return body, &turn{k: k, owner: p.UserID, requestID: requestID, store: true, lazy: true, raw: input}, nil
 }
 
@@ -210,8 +213,25 @@ func (k *Keeper) beginFull(ctx context.Context, p *auth.Principal, requestID str
 	}
 	t := &turn{k: k, owner: owner, requestID: requestID, store: req.store, prevID: req.prevID, convID: req.convID,
 		items: items, blobs: bs.blobs, refs: bs.refs}
+	// What the turn will store, less its answer (not known yet): the
+	// expanded input of a stored response (its history included) and a
+	// conversation's new items, each with the images stored with them.
+	var addBytes, addItems int64
+	for _, b := range bs.blobs {
+		addBytes += int64(len(b.Data))
+	}
 	if req.store {
 		t.input = expandedInput(hist.stored, items)
+		addBytes, addItems = addBytes+int64(len(t.input)), addItems+1
+	}
+	if req.convID != "" {
+		for _, it := range items {
+			addBytes += int64(len(it.stored))
+		}
+		addItems += int64(len(items)) + 1 // and at least one output item
+	}
+	if err := k.admitStored(ctx, p, addBytes, addItems); err != nil {
+		return nil, nil, err
 	}
 	return out, t, nil
 }
@@ -225,23 +245,33 @@ func (k *Keeper) loadHistory(ctx context.Context, res *resolver, a *fastjson.Are
 	defer k.parsers.Put(p)
 	if req.prevID != "" {
 		if err := k.loadPrevious(ctx, res, p, a, owner, req.prevID, now, &h); err != nil {
-			return h, err
+			return h, k.orTooLarge(req, err)
 		}
 	}
 	if req.convID != "" {
 		if err := k.loadConversation(ctx, res, p, a, owner, req.convID, now, &h); err != nil {
-			return h, err
+			return h, k.orTooLarge(req, err)
 		}
 	}
 	if len(h.live) > k.opts.MaxHistoryBytes {
-		param := "previous_response_id"
-		if req.convID != "" {
-			param = "conversation"
-		}
-		return h, badInput(param, "The stored history this request continues is %d bytes, over this gateway's limit of %d bytes; start a new one.",
-			len(h.live), k.opts.MaxHistoryBytes)
+		return h, k.historyTooLarge(req)
 	}
 	return h, nil
+}
+
+// errHistoryTooLarge: a history load stopped at MaxHistoryBytes.
+var errHistoryTooLarge = errors.New("history over the limit")
+
+// historyTooLarge is the client's 400 for a history over MaxHistoryBytes,
+// which the keeper stops reading once it is over: its whole size is not
+// known, nor loaded.
+func (k *Keeper) historyTooLarge(req request) error {
+	param := "previous_response_id"
+	if req.convID != "" {
+		param = "conversation"
+	}
+	return badInput(param, "The stored history this request continues is more than this gateway's limit of %d bytes; start a new one.",
+		k.opts.MaxHistoryBytes)
 }
 
 // loadPrevious adds a stored response's expanded input and output to h.
@@ -258,6 +288,9 @@ func (k *Keeper) loadPrevious(ctx context.Context, res *resolver, p *fastjson.Pa
 	}
 	if err != nil {
 		return storeErr("read the previous response", err)
+	}
+	if len(r.Input)+len(r.Response) > k.opts.MaxHistoryBytes {
+		return errHistoryTooLarge // refused before its images are expanded
 	}
 	if inner := arrayInner(r.Input); len(inner) > 0 {
 		for _, ref := range r.BlobRefs {
@@ -292,21 +325,41 @@ func (k *Keeper) loadConversation(ctx context.Context, res *resolver, p *fastjso
 		}
 		return storeErr("read the conversation", err)
 	}
-	items, _, err := k.st.ConversationItems(ctx, owner, id, store.ItemPage{})
+	// Read no more than the history may hold: the stored items are no
+	// larger than their live form (images by reference), so a
+	// conversation over the limit stops loading at it.
+	room := k.opts.MaxHistoryBytes - len(h.live)
+	if room <= 0 {
+		return errHistoryTooLarge
+	}
+	items, over, err := k.st.ConversationItems(ctx, owner, id, store.ItemPage{MaxBytes: room})
 	if errors.Is(err, store.ErrNotFound) {
 		return convNotFound(id, "conversation")
 	}
 	if err != nil {
 		return storeErr("read the conversation's items", err)
 	}
+	if over {
+		return errHistoryTooLarge
+	}
 	for _, it := range items {
 		live, err := res.liveJSON(p, a, it.Item)
 		if err != nil {
 			return err
 		}
-		h.add(live, it.Item)
+		if h.add(live, it.Item); len(h.live) > k.opts.MaxHistoryBytes {
+			return errHistoryTooLarge // its images made it too large
+		}
 	}
 	return nil
+}
+
+// orTooLarge is err as the client sees it.
+func (k *Keeper) orTooLarge(req request, err error) error {
+	if errors.Is(err, errHistoryTooLarge) {
+		return k.historyTooLarge(req)
+	}
+	return err
 }
 
 func convNotFound(id, param string) *apierr.Error {

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
+	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/store"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
@@ -113,7 +114,20 @@ func storedItems(items []prepared) []store.ConversationItem {
 	return out
 }
 
-func (k *Keeper) createConversation(ctx context.Context, owner int64, body []byte) ([]byte, error) {
+// storedSize is what items and their new blobs add to the store.
+func storedSize(items []prepared, bs *blobSet) int64 {
+	var n int64
+	for _, it := range items {
+		n += int64(len(it.stored))
+	}
+	for _, b := range bs.blobs {
+		n += int64(len(b.Data))
+	}
+	return n
+}
+
+func (k *Keeper) createConversation(ctx context.Context, who *auth.Principal, body []byte) ([]byte, error) {
+	owner := who.UserID
 	p := k.parsers.Get()
 	defer k.parsers.Put(p)
 	a := k.arenas.Get()
@@ -129,6 +143,9 @@ func (k *Keeper) createConversation(ctx context.Context, owner int64, body []byt
 	var bs blobSet
 	items, err := k.readItems(a, v, false, &bs)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.admitStored(ctx, who, storedSize(items, &bs), int64(len(items))); err != nil {
 		return nil, err
 	}
 	now := k.now()
@@ -236,7 +253,8 @@ func (k *Keeper) liveItems(ctx context.Context, stored []store.ConversationItem)
 	return items, nil
 }
 
-func (k *Keeper) addItems(ctx context.Context, owner int64, id string, body []byte) ([]byte, error) {
+func (k *Keeper) addItems(ctx context.Context, who *auth.Principal, id string, body []byte) ([]byte, error) {
+	owner := who.UserID
 	if !validID([]byte(id)) {
 		return nil, convNotFound(id, "")
 	}
@@ -251,6 +269,9 @@ func (k *Keeper) addItems(ctx context.Context, owner int64, id string, body []by
 	var bs blobSet
 	items, err := k.readItems(a, v, true, &bs)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.admitStored(ctx, who, storedSize(items, &bs), int64(len(items))); err != nil {
 		return nil, err
 	}
 	if err := k.st.AppendConversationItems(ctx, owner, id, storedItems(items), bs.blobs, k.now()); err != nil {

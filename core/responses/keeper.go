@@ -42,15 +42,23 @@ type Options struct {
 	// longer one is not stored (and logged).
 	MaxResponseBytes int
 	// MaxHistoryBytes bounds the history spliced into one request (400
-	// beyond: the client starts a new chain or conversation).
+	// beyond: the client starts a new chain or conversation); the store
+	// is read no further than it (store.ItemPage.MaxBytes).
 	MaxHistoryBytes int
+	// Stored bounds each user's stored state, GroupStored the users of a
+	// group by its name (stored.go); zero: unlimited (the configuration's
+	// defaults bound it).
+	Stored      StoredLimit
+	GroupStored map[string]StoredLimit
 	// Clock is the time source (tests); nil is time.Now.
 	Clock func() time.Time
 }
 
 // OptionsFrom reads the responses section of the configuration.
 func OptionsFrom(c config.Responses) Options {
-	return Options{Retention: c.Retention.D(), MaxItemBytes: c.MaxItemBytes}
+	o := Options{Retention: c.Retention.D(), MaxItemBytes: c.MaxItemBytes}
+	o.Stored, o.GroupStored = storedLimits(c)
+	return o
 }
 
 // Keeper keeps the Responses and Conversations state in a

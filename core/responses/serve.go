@@ -145,7 +145,7 @@ func (k *Keeper) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte)
 	case opCancel:
 		err = k.cancel(c, p.UserID, id)
 	case opCreateConversation:
-		out, err = k.createConversation(c, p.UserID, body)
+		out, err = k.createConversation(c, p, body)
 	case opGetConversation:
 		out, err = k.getConversation(c, p.UserID, id)
 	case opUpdateConversation:
@@ -155,7 +155,7 @@ func (k *Keeper) Serve(ctx *fasthttp.RequestCtx, p *auth.Principal, body []byte)
 	case opListItems:
 		out, err = k.listItems(c, p.UserID, id, ctx.QueryArgs())
 	case opAddItems:
-		out, err = k.addItems(c, p.UserID, id, body)
+		out, err = k.addItems(c, p, id, body)
 	case opGetItem:
 		out, err = k.getItem(c, p.UserID, id, itemID)
 	case opDeleteItem:
@@ -192,6 +192,9 @@ func (k *Keeper) writeError(c context.Context, ctx *fasthttp.RequestCtx, err err
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(ra))
 	}
 	ctx.SetStatusCode(e.Status)
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(e.RetryAfterSeconds(), 1)))
+	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
 }

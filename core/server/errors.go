@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strconv"
 	"time"
 
@@ -36,8 +37,8 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 	}
 	if status == statusClientClosed {
 		ex.out.ClientGone = true
-		ctx.SetConnectionClose()
-		return // nobody to answer
+		noAnswer(ctx)
+		return
 	}
 	ce := e.Canon(ex.id)
 	ce.Status = status
@@ -70,6 +71,17 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(nativeError(ex.buf[:0], &ce))
+}
+
+// noAnswer closes the connection without a response, for a client that
+// went away (499, recorded, never sent). A handler that returns without
+// a status gets fasthttp's default 200 with an empty body, which a client
+// that only half-closed its side still reads as a successful, empty
+// answer; a closed connection is what it must see instead.
+func noAnswer(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(net.Conn) {}) // fasthttp closes the connection after it
 }
 
 // nativeError writes OpenAI's error shape without a plugin.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/fetchguard"
 	"github.com/mindrouter/mindrouter/core/frame"
 	"github.com/mindrouter/mindrouter/core/jsonscan"
 	"github.com/mindrouter/mindrouter/core/outcome"
@@ -131,6 +132,10 @@ type upstream struct {
 	hints    plugcall.Hints
 	adNDJSON bool // the adapter's backend streams NDJSON
 
+	// imgHeld is what the request's fetched images hold of
+	// images.max_buffered_bytes (images.go); nil when it fetched none.
+	imgHeld *fetchguard.Budget
+
 	breqOut plugcall.BackendRequest
 	uri     []byte // the backend request's URL
 	breq    *fasthttp.Request
@@ -153,6 +158,7 @@ func (up *upstream) reset(recordDecisions bool) {
 		r.Decision = &up.decision
 	}
 	up.lease, up.backend = nil, nil
+	up.imgHeld = nil
 	up.tver, up.aver = nil, nil
 	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false
 	up.counter = exactCounter{}
@@ -269,6 +275,10 @@ func (ex *exchange) releaseHeld() {
 	if ex.bodyHeld > 0 {
 		ex.s.buffered.Add(-ex.bodyHeld)
 		ex.bodyHeld = 0
+	}
+	if ex.imgHeld != nil {
+		ex.imgHeld.Release()
+		ex.imgHeld = nil
 	}
 	if ex.ticket != nil {
 		ex.ticket.Done(ex.usedTokens())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"sync"
 
@@ -45,11 +46,46 @@ func needImages(err error) ([]string, bool) {
 	return nil, false
 }
 
+// imageBudget is what one request's fetched images may hold together:
+// images.max_request_bytes, and no more than the adapter's payload limit
+// holds of them as base64 in the call's meta (less a margin for the
+// rest of the meta), taken from the gateway's images.max_buffered_bytes.
+// Fetching stops where it ends, so a request naming more than it allows
+// is refused after fetching about that much, not everything it names.
+func (ex *exchange) imageBudget() *fetchguard.Budget {
+	limit := ex.s.cfg.Images.MaxRequestBytes
+	if ex.aver != nil {
+		if p := int64(ex.aver.MaxPayload()); p > 0 {
+			limit = min(limit, max(p-imageMetaMargin, 0)/4*3)
+		}
+	}
+	return fetchguard.NewBudget(limit, ex.s.images)
+}
+
+// imageMetaMargin is the part of a plugin call's meta kept for what is
+// not image data (the URLs, media types, the request's other meta).
+const imageMetaMargin = 256 << 10
+
+// writeImageMetrics adds the image fetcher's figures to /metrics.
+func (s *Server) writeImageMetrics(w io.Writer) {
+	var fetched int64
+	if s.fetcher != nil {
+		fetched = s.fetcher.Fetched()
+	}
+	fmt.Fprintln(w, "# HELP mindrouter_image_fetch_bytes_total Image bytes the gateway read fetching image URLs.")
+	fmt.Fprintln(w, "# TYPE mindrouter_image_fetch_bytes_total counter")
+	fmt.Fprintf(w, "mindrouter_image_fetch_bytes_total %d\n", fetched)
+	fmt.Fprintln(w, "# HELP mindrouter_image_bytes_held Fetched image bytes requests hold now (images.max_buffered_bytes).")
+	fmt.Fprintln(w, "# TYPE mindrouter_image_bytes_held gauge")
+	fmt.Fprintf(w, "mindrouter_image_bytes_held %d\n", s.images.Used())
+}
+
 // fetchImages fetches urls through the guard, at most max of them, all at
-// once, and returns their abi.MetaImage pairs. Any failure is the
-// client's 400 naming the image and the reason in the guard's
-// client-safe words (never a resolved address).
-func (s *Server) fetchImages(ctx context.Context, urls []string, dst []byte) ([]byte, error) {
+// once, within b, and returns their abi.MetaImage pairs. Any failure is
+// the client's 400 naming the image and the reason in the guard's
+// client-safe words (never a resolved address); images larger together
+// than b are a 413, and a full gateway-wide budget a 503.
+func (s *Server) fetchImages(ctx context.Context, urls []string, dst []byte, b *fetchguard.Budget) ([]byte, error) {
 	if s.fetcher == nil {
 		return dst, apierr.New(canon.ErrInvalidRequest, "image_url_not_supported",
 			"the model's backend takes images only inline and this gateway does not fetch image URLs: send the image as base64 (a data: URL)")
@@ -68,7 +104,7 @@ func (s *Server) fetchImages(ctx context.Context, urls []string, dst []byte) ([]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			imgs[i], errs[i] = s.fetcher.Load(ctx, u)
+			imgs[i], errs[i] = s.fetcher.LoadWithin(ctx, u, b)
 		}()
 	}
 	wg.Wait()
@@ -83,6 +119,15 @@ func (s *Server) fetchImages(ctx context.Context, urls []string, dst []byte) ([]
 		var fe *fetchguard.Error
 		if errors.As(err, &fe) {
 			msg = fe.Msg
+			switch {
+			case fe.Reason == fetchguard.ReasonBusy:
+				e := apierr.Wrap(canon.ErrOverloaded, "gateway_busy", fe.Msg, err)
+				e.RetryAfter = 1
+				return dst, e
+			case errors.Is(err, fetchguard.ErrOverBudget):
+				return dst, apierr.Wrap(canon.ErrRequestTooLarge, "images_too_large", fe.Msg+
+					"; send fewer or smaller images", err)
+			}
 		}
 		return dst, apierr.Wrap(canon.ErrInvalidRequest, "image_fetch_failed",
 			"image "+logredact.Truncate(urls[i], 200)+": "+msg, err)

@@ -167,7 +167,11 @@ func noAdapter(b *backend.Backend) error {
 func (ex *exchange) withImages(call func() error) error {
 	err := call()
 	if urls, ok := needImages(err); ok && len(ex.calls.Images) == 0 {
-		if ex.calls.Images, err = ex.s.fetchImages(ex.ctx, urls, ex.calls.Images[:0]); err != nil {
+		if ex.imgHeld != nil { // a fetch that failed before
+			ex.imgHeld.Release()
+		}
+		ex.imgHeld = ex.imageBudget() // given back by releaseHeld
+		if ex.calls.Images, err = ex.s.fetchImages(ex.ctx, urls, ex.calls.Images[:0], ex.imgHeld); err != nil {
 			return err
 		}
 		err = call()
@@ -262,12 +266,11 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.out.Usage, ex.out.FinishReason, ex.outEst = ex.dec.Usage, ex.dec.FinishReason, int64(ex.dec.OutputTokens)
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
-	ctx.SetBody(ex.enc.Body)
 	ex.out.BytesOut = int64(len(ex.enc.Body))
 	if ex.turn != nil {
 		ex.turn.Write(ex.enc.Body)
 	}
-	return nil
+	return ex.setAnswer(ctx, ex.enc.Body) // clientwrite.go
 }
 
 func orDefault(v, def string) string {

@@ -218,6 +218,7 @@ func (ex *exchange) write(w io.Writer, p []byte) bool {
 	if ex.turn != nil {
 		ex.turn.Write(p) // before the client has it: a chained request finds it stored
 	}
+	ex.extendWrite() // timeouts.client_write (clientwrite.go)
 	if _, err := w.Write(p); err != nil {
 		ex.clientGone, ex.werr = true, err
 		return false

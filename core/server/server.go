@@ -104,6 +104,7 @@ type Server struct {
 	recordDecisions bool
 
 	fetcher *fetchguard.Fetcher // nil: images.fetch is off
+	images  *fetchguard.Budget  // images.max_buffered_bytes: every request's fetched images
 	tokens  *tokens.Counter
 	// counts: backends' own token counts near the context limit, through
 	// their adapters' count ops (ABI 2.7), memoised (core/tokencount).
@@ -156,6 +157,7 @@ func New(ctx context.Context, o Options) *Server {
 	}
 	s.proxies = parseProxies(o.Config.Audit.TrustedProxies)
 	s.recordDecisions = len(s.observers) > 0 && o.RecordDecisions
+	s.images = fetchguard.NewSharedBudget(o.Config.Images.MaxBufferedBytes)
 	var err error
 	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
 		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))
@@ -175,6 +177,7 @@ func New(ctx context.Context, o Options) *Server {
 		Name:                          "mindrouter",
 		ReadBufferSize:                lim.MaxHeaderBytes,
 		ReadTimeout:                   o.Config.Timeouts.HeaderRead.D(),
+		WriteTimeout:                  o.Config.Timeouts.ClientWrite.D(), // per write of an answer: clientwrite.go
 		IdleTimeout:                   2 * time.Minute,
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
@@ -381,6 +384,7 @@ func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	s.met.write(ctx, s.reg, s.buffered.Load())
+	s.writeImageMetrics(ctx)
 	s.host.WriteMetrics(ctx)
 	for _, m := range s.extraMet {
 		m(ctx)

@@ -159,9 +159,10 @@ func (r readBody) expect(s *Server, ctx *fasthttp.RequestCtx, rt *route) int {
 }
 
 // readCapped is readBody under a route's own cap (limits.admin.max_body_bytes
-// on the admin API). The cap is checked, and is all a chunked body
-// reserves of limits.max_buffered_body_bytes, before anything is
-// reserved.
+// on the admin API). A body of known length reserves its length of
+// limits.max_buffered_body_bytes before a byte is read; a chunked body
+// reserves its bytes as they arrive (chunkedBody), so a client that
+// announces chunks and sends nothing holds nothing of the budget.
 type readCapped struct {
 	s   *Server
 	max int
@@ -183,35 +184,31 @@ func (r readCapped) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 		ctx.SetConnectionClose()
 		return tooLarge(max)
 	}
-	want := int64(cl)
-	if cl < 0 { // chunked: count the most it may be
-		want = int64(max)
+	src := ctx.RequestBodyStream()
+	if cl >= 0 {
+		if !s.holdBody(int64(cl)) {
+			ctx.SetConnectionClose()
+			return errGatewayBusy()
+		}
+		ex.bodyHeld = int64(cl)
+	} else if src != nil {
+		src = &chunkedBody{r: src, s: s, ex: ex}
 	}
-	if s.buffered.Add(want) > s.cfg.Limits.MaxBufferedBodyBytes {
-		s.buffered.Add(-want)
-		ctx.SetConnectionClose()
-		e := apierr.New(canon.ErrOverloaded, "gateway_busy", "the gateway is receiving too many large requests, retry shortly")
-		e.RetryAfter = 1
-		return e
-	}
-	ex.bodyHeld = want
-	body, err := readLimited(ctx.RequestBodyStream(), ex.body[:0], max, cl)
+	body, err := readLimited(src, ex.body[:0], max, cl)
 	ex.body = body
 	if err != nil {
 		ctx.SetConnectionClose()
 		switch {
 		case errors.Is(err, errTooLarge):
 			return tooLarge(max)
+		case errors.Is(err, errBufferFull):
+			return errGatewayBusy()
 		case isTimeout(err):
 			return apierr.Wrap(canon.ErrInvalidRequest, "request_timeout", "the request body did not arrive in time", err).WithStatus(fasthttp.StatusRequestTimeout)
 		}
 		return apierr.Wrap(canon.ErrInvalidRequest, "bad_request", "the request body could not be read", err)
 	}
 	ex.out.BytesIn = int64(len(body))
-	if cl < 0 { // give back what the chunked body did not use
-		s.buffered.Add(int64(len(body)) - want)
-		ex.bodyHeld = int64(len(body))
-	}
 	return nil
 }
 

@@ -403,10 +403,24 @@ func TestReadBody(t *testing.T) {
 			t.Fatalf("after release: buffered %d held %d", s.buffered.Load(), ex.bodyHeld)
 		}
 	})
-	t.Run("chunked counts the limit while reading, then what it used", func(t *testing.T) {
-		var during int64
-		cr := &countingReader{r: strings.NewReader(`{"model":"m"}`)}
-		cr.onRd = func() { during = s.buffered.Load() }
+	t.Run("chunked counts its bytes as they arrive", func(t *testing.T) {
+		// Bug: a chunked body reserved the whole limits.max_body_bytes of
+		// the gateway-wide budget before its first byte arrived, so idle
+		// chunked uploads exhausted it. Each read must find exactly the
+		// bytes delivered before it counted.
+		const body = `{"model":"m"}`
+		src := iotest.OneByteReader(strings.NewReader(body))
+		delivered, bad := int64(0), ""
+		cr := &countingReader{r: readerFunc(func(p []byte) (int, error) {
+			n, err := src.Read(p)
+			delivered += int64(n)
+			return n, err
+		})}
+		cr.onRd = func() {
+			if got := s.buffered.Load(); got != delivered && bad == "" {
+				bad = fmt.Sprintf("read %d: buffered %d with %d bytes delivered", cr.reads, got, delivered)
+			}
+		}
 		ctx, ex := bodyCtx(cr, -1), newEx(s, nil)
 		if ctx.Request.Header.ContentLength() != -1 {
 			t.Fatalf("content length %d: not chunked", ctx.Request.Header.ContentLength())
@@ -414,10 +428,13 @@ func TestReadBody(t *testing.T) {
 		if err := st.run(ctx, ex); err != nil {
 			t.Fatal(err)
 		}
-		if during != 100 {
-			t.Fatalf("buffered while reading %d, want the limit 100", during)
+		if bad != "" {
+			t.Fatal(bad)
 		}
-		if s.buffered.Load() != 13 || ex.bodyHeld != 13 || string(ex.body) != `{"model":"m"}` {
+		if cr.reads < len(body) {
+			t.Fatalf("%d reads: the body did not arrive a byte at a time", cr.reads)
+		}
+		if s.buffered.Load() != 13 || ex.bodyHeld != 13 || string(ex.body) != body {
 			t.Fatalf("buffered %d held %d body %q", s.buffered.Load(), ex.bodyHeld, ex.body)
 		}
 		ex.releaseHeld()
@@ -493,8 +510,19 @@ func TestReadBody_BufferedBudget(t *testing.T) {
 		t.Fatalf("response:\n%s", ctx.Response.String())
 	}
 
-	// A chunked body counts as the limit (100): refused too.
-	wantErr(t, st.run(bodyCtx(strings.NewReader("x"), -1), newEx(s, nil)), 503, "gateway_busy")
+	// A chunked body counts what arrives: one byte fits beside the 90...
+	small := newEx(s, nil)
+	if err := st.run(bodyCtx(strings.NewReader("x"), -1), small); err != nil {
+		t.Fatalf("a 1-byte chunked body beside 90 of 100 bytes held: %v", err)
+	}
+	small.releaseHeld()
+	// ...and one that outgrows the room is refused as it arrives.
+	over := newEx(s, nil)
+	wantErr(t, st.run(bodyCtx(strings.NewReader(strings.Repeat("x", 11)), -1), over), 503, "gateway_busy")
+	over.releaseHeld()
+	if s.buffered.Load() != 90 {
+		t.Fatalf("buffered %d after the chunked bodies, want 90", s.buffered.Load())
+	}
 
 	// Exactly filling the budget is allowed.
 	ctx, held := bodyCtx(strings.NewReader(strings.Repeat("b", 10)), 10), newEx(s, nil)
@@ -698,3 +726,7 @@ func TestRouteFields_Choices(t *testing.T) {
 		}
 	}
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

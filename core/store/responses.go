@@ -23,7 +23,10 @@ type StoredResponse struct {
 	Response []byte
 	// BlobRefs are the hashes of the blobs Input refers to; they keep
 	// those blobs alive while the response is.
-	BlobRefs  []string
+	BlobRefs []string
+	// Size is the bytes it added to the store, set by PutResponse: Input,
+	// Response and the blobs put with it (StoredUsage sums it).
+	Size      int64
 	CreatedAt time.Time
 	TouchedAt time.Time // the last write or read that kept it alive
 }
@@ -58,11 +61,22 @@ type Blob struct {
 
 // ItemPage selects conversation items: after the item After (exclusive,
 // "" from the first) in ascending Seq order, or descending when Desc, at
-// most Limit (0: all).
+// most Limit (0: all). MaxBytes (0: no bound) stops the read at the first
+// item that would bring the items' total bytes over it: that item and the
+// rest are not read, and more is true. A caller that bounds what it
+// loads (a conversation's history) so never reads more than its bound.
 type ItemPage struct {
-	After string
-	Limit int
-	Desc  bool
+	After    string
+	Limit    int
+	Desc     bool
+	MaxBytes int
+}
+
+// StoredUsage is what one owner's stored responses and conversation
+// items hold: the bytes they added to the store (their JSON and the
+// blobs first stored with them) and their number.
+type StoredUsage struct {
+	Bytes, Items int64
 }
 
 // ResponseStore keeps the Responses and Conversations state. Every read
@@ -105,6 +119,10 @@ type ResponseStore interface {
 	PutBlob(ctx context.Context, b *Blob) error
 	Blob(ctx context.Context, hash string) (Blob, error)
 	DeleteBlob(ctx context.Context, hash string) error
+
+	// StoredUsage sums an owner's stored responses and conversation
+	// items, from their recorded sizes (no content is read).
+	StoredUsage(ctx context.Context, ownerID int64) (StoredUsage, error)
 
 	// DeleteExpired deletes responses and conversations touched before
 	// before, then blobs touched before it that nothing refers to, and

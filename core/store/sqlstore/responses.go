@@ -27,6 +27,7 @@ func (s *Store) PutResponse(ctx context.Context, r *store.StoredResponse, blobs 
 		r.TouchedAt = r.CreatedAt
 	}
 	r.CreatedAt, r.TouchedAt = norm(r.CreatedAt), norm(r.TouchedAt)
+	r.Size = int64(len(r.Input)+len(r.Response)) + blobBytes(blobs)
 	what := fmt.Sprintf("put response %q", r.ID)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := s.putBlobs(ctx, tx, blobs, r.TouchedAt); err != nil {
@@ -39,8 +40,38 @@ func (s *Store) PutResponse(ctx context.Context, r *store.StoredResponse, blobs 
 		if err != nil {
 			return fail(err, what)
 		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO response_sizes (response_id, owner_id, size) VALUES (?, ?, ?)",
+			r.ID, r.OwnerID, r.Size); err != nil {
+			return fail(err, what)
+		}
 		return fail(s.insertRefs(ctx, tx, "response_blob_refs", "response_id", r.ID, r.BlobRefs), what)
 	})
+}
+
+// blobBytes is the data of blobs: what a write that puts them is
+// charged (whether or not another write stored the same blob first).
+func blobBytes(blobs []store.Blob) int64 {
+	var n int64
+	for i := range blobs {
+		n += int64(len(blobs[i].Data))
+	}
+	return n
+}
+
+// StoredUsage sums one owner's stored responses and conversation items.
+func (s *Store) StoredUsage(ctx context.Context, ownerID int64) (store.StoredUsage, error) {
+	var u, c store.StoredUsage
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM response_sizes WHERE owner_id = ?",
+		ownerID).Scan(&u.Bytes, &u.Items)
+	if err != nil {
+		return u, fail(err, "stored responses' usage")
+	}
+	err = s.db.QueryRowContext(ctx, "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM conversation_item_sizes WHERE owner_id = ?",
+		ownerID).Scan(&c.Bytes, &c.Items)
+	if err != nil {
+		return u, fail(err, "conversation items' usage")
+	}
+	return store.StoredUsage{Bytes: u.Bytes + c.Bytes, Items: u.Items + c.Items}, nil
 }
 
 // putBlobs inserts each blob once; one that exists is only touched, which
@@ -98,9 +129,10 @@ func (s *Store) Response(ctx context.Context, ownerID int64, id string, at time.
 		input, response string
 	)
 	err := s.db.QueryRowContext(ctx, `SELECT id, owner_id, model, previous_id, conversation_id, input, response,
-  created_at, touched_at FROM stored_responses WHERE id = ? AND owner_id = ?`, id, ownerID).
+  created_at, touched_at, COALESCE((SELECT size FROM response_sizes WHERE response_id = stored_responses.id), 0)
+  FROM stored_responses WHERE id = ? AND owner_id = ?`, id, ownerID).
 		Scan(&r.ID, &r.OwnerID, &r.Model, &r.PreviousID, &r.ConversationID, &input, &response,
-			timeDest{&r.CreatedAt}, timeDest{&r.TouchedAt})
+			timeDest{&r.CreatedAt}, timeDest{&r.TouchedAt}, &r.Size)
 	if err != nil {
 		return store.StoredResponse{}, fail(err, what)
 	}
@@ -247,6 +279,7 @@ func (s *Store) appendItems(ctx context.Context, tx *sql.Tx, ownerID int64, id s
 		return err
 	}
 	first := next - int64(len(items))
+	extra := blobBytes(blobs) // charged to the write's first item
 	for i := range items {
 		it := &items[i]
 		it.ConversationID, it.Seq = id, first+int64(i)
@@ -254,9 +287,17 @@ func (s *Store) appendItems(ctx context.Context, tx *sql.Tx, ownerID int64, id s
 			it.CreatedAt = at
 		}
 		it.CreatedAt = norm(it.CreatedAt)
+		size := int64(len(it.Item))
+		if i == 0 {
+			size += extra
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_items (conversation_id, seq, item_id, item, created_at)
   VALUES (?, ?, ?, ?, ?)`, id, it.Seq, it.ItemID, string(it.Item), tv(it.CreatedAt)); err != nil {
 			return fmt.Errorf("insert item %q: %w", it.ItemID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_item_sizes (conversation_id, seq, owner_id, size)
+  VALUES (?, ?, ?, ?)`, id, it.Seq, ownerID, size); err != nil {
+			return fmt.Errorf("insert the size of item %q: %w", it.ItemID, err)
 		}
 	}
 	return nil
@@ -305,24 +346,32 @@ func (s *Store) ConversationItems(ctx context.Context, ownerID int64, id string,
 		return nil, false, fail(err, what)
 	}
 	defer rows.Close()
-	var items []store.ConversationItem
+	var (
+		items []store.ConversationItem
+		total int
+		over  bool
+	)
 	for rows.Next() {
 		var (
 			it   store.ConversationItem
-			body string
+			body sql.RawBytes // the driver's buffer: not copied unless kept
 		)
 		if err := rows.Scan(&it.ConversationID, &it.Seq, &it.ItemID, &body, timeDest{&it.CreatedAt}); err != nil {
 			return nil, false, fail(err, what)
 		}
-		it.Item = []byte(body)
+		if total += len(body); page.MaxBytes > 0 && total > page.MaxBytes {
+			over = true // the rows after it are not read (rows.Close)
+			break
+		}
+		it.Item = []byte(string(body))
 		items = append(items, it)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fail(err, what)
 	}
-	more := page.Limit > 0 && len(items) > page.Limit
-	if more {
-		items = items[:page.Limit]
+	more := over
+	if page.Limit > 0 && len(items) > page.Limit {
+		items, more = items[:page.Limit], true
 	}
 	return items, more, nil
 }

@@ -149,6 +149,12 @@ func testConversations(t *testing.T, open func(t *testing.T) store.Store) {
 		{store.ItemPage{After: "msg_c", Limit: 2, Desc: true}, []string{"msg_b", "msg_a"}, false},
 		{store.ItemPage{After: "msg_d", Limit: 1, Desc: true}, []string{"msg_a"}, true},
 		{store.ItemPage{After: "msg_a"}, []string{"msg_d"}, false}, // after the newest msg_a
+		// MaxBytes stops before the item that would go over it.
+		{store.ItemPage{MaxBytes: 28}, []string{"msg_a", "msg_b"}, true},
+		{store.ItemPage{MaxBytes: 27}, []string{"msg_a"}, true},
+		{store.ItemPage{MaxBytes: 1}, nil, true},
+		{store.ItemPage{MaxBytes: 1 << 20}, []string{"msg_a", "msg_b", "msg_c", "msg_a", "msg_d"}, false},
+		{store.ItemPage{Limit: 2, MaxBytes: 1 << 20}, []string{"msg_a", "msg_b"}, true},
 	} {
 		items, gotMore, err := s.ConversationItems(c, 3, "conv_1", tc.page)
 		must(t, err, fmt.Sprintf("ConversationItems %+v", tc.page))
@@ -335,4 +341,33 @@ func testConversationAppendConcurrent(t *testing.T, open func(t *testing.T) stor
 			t.Fatalf("one append's two items were split: %s, %s", items[i-1].ItemID, it.ItemID)
 		}
 	}
+}
+
+// StoredUsage sums an owner's responses and conversation items, each
+// with the blobs put with it, and nothing of other owners'; deletes give
+// it back.
+func testStoredUsage(t *testing.T, open func(t *testing.T) store.Store) {
+	s, c := responseStore(t, open), ctx(t)
+	r := store.StoredResponse{ID: "resp_u1", OwnerID: 7, Input: []byte(`[{"a":1}]`), Response: []byte(`{"id":"resp_u1"}`),
+		BlobRefs: []string{blob("imgdata", at(1)).Hash}}
+	must(t, s.PutResponse(c, &r, []store.Blob{blob("imgdata", at(1))}), "PutResponse")
+	conv := store.Conversation{ID: "conv_u1", OwnerID: 7}
+	items := []store.ConversationItem{{ItemID: "msg_1", Item: []byte(`{"id":"msg_1"}`)}, {ItemID: "msg_2", Item: []byte(`{"id":"msg_2"}`)}}
+	must(t, s.CreateConversation(c, &conv, items, []store.Blob{blob("more", at(1))}), "CreateConversation")
+	other := store.StoredResponse{ID: "resp_u2", OwnerID: 8, Input: []byte(`[]`), Response: []byte(`{}`)}
+	must(t, s.PutResponse(c, &other, nil), "PutResponse")
+
+	want := store.StoredUsage{Bytes: int64(len(r.Input) + len(r.Response) + len("imgdata") + 14 + 14 + len("more")), Items: 3}
+	u, err := s.StoredUsage(c, 7)
+	must(t, err, "StoredUsage")
+	diff(t, "StoredUsage", u, want)
+	u, err = s.StoredUsage(c, 9)
+	must(t, err, "StoredUsage of an owner with nothing")
+	diff(t, "StoredUsage of an owner with nothing", u, store.StoredUsage{})
+
+	must(t, s.DeleteConversation(c, 7, "conv_u1"), "DeleteConversation")
+	must(t, s.DeleteResponse(c, 7, "resp_u1"), "DeleteResponse")
+	u, err = s.StoredUsage(c, 7)
+	must(t, err, "StoredUsage")
+	diff(t, "StoredUsage after the deletes", u, store.StoredUsage{})
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConversationAppendConcurrent", testConversationAppendConcurrent},
 		{"Blobs", testBlobs},
 		{"DeleteExpired", testDeleteExpired},
+		{"StoredUsage", testStoredUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each on its own database
