@@ -7,6 +7,7 @@ go 1.26.0
 replace github.com/mindrouter/mindrouter/sdk => ../../sdk
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/mindrouter/mindrouter/sdk v0.0.0-00010101000000-000000000000
 	github.com/valyala/fastjson v1.6.10
 )
