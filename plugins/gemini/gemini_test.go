@@ -87,10 +87,10 @@ func TestDecodeRequest_Errors(t *testing.T) {
 	h := harness(t)
 	for body, want := range map[string]string{
 		`{"contents":[]}`: "contents: must not be empty",
-		`{"contents":[{"role":"robot","parts":[{"text":"x"}]}]}`:                             `contents[0].role: must be "user" or "model"`,
-		`{"contents":[{"parts":[{"video":{}}]}]}`:                                             "contents[0].parts[0]: unsupported part",
-		`{"contents":[{"parts":[{"inlineData":{"mimeType":"audio/wav","data":"x"}}]}]}`:       "only image data",
-		`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"candidateCount":"two"}}`: "generationConfig.candidateCount",
+		`{"contents":[{"role":"robot","parts":[{"text":"x"}]}]}`:                                              `contents[0].role: must be "user" or "model"`,
+		`{"contents":[{"parts":[{"video":{}}]}]}`:                                                             "contents[0].parts[0]: unsupported part",
+		`{"contents":[{"parts":[{"inlineData":{"mimeType":"audio/wav","data":"x"}}]}]}`:                       "only image data",
+		`{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"candidateCount":"two"}}`:                 "generationConfig.candidateCount",
 		`{"contents":[{"parts":[{"text":"x"}]}],"toolConfig":{"functionCallingConfig":{"mode":"SOMETIMES"}}}`: "mode: must be",
 	} {
 		if msg := h.RequestError([]byte(body), route("generate")); !strings.Contains(msg, want) {
