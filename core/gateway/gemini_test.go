@@ -435,3 +435,73 @@ func TestGemini_KeyNeverRecorded(t *testing.T) {
 		t.Fatalf("%d of %d log lines carry the key: %v", len(leaks), scanned, leaks)
 	}
 }
+
+// thinkingConfig asks for thinking; thought parts come back, plain and
+// streamed, go back to the backend as reasoning, and a budget of 0 turns
+// thinking off.
+func TestGeminiSDK_Thinking(t *testing.T) {
+	t.Parallel()
+	const ollamaThinker = "qwen3:4b"
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{Models: []string{ollamaThinker}}, "")
+	c := geminiClient(t, e, false)
+	ctx := context.Background()
+	split := func(parts []*genai.Part) (thought, text string) {
+		for _, p := range parts {
+			if p.Thought {
+				thought += p.Text
+			} else {
+				text += p.Text
+			}
+		}
+		return thought, text
+	}
+	for _, model := range []string{vllmModel, ollamaThinker} {
+		t.Run(model, func(t *testing.T) {
+			cfg := &genai.GenerateContentConfig{MaxOutputTokens: 2048,
+				ThinkingConfig: &genai.ThinkingConfig{IncludeThoughts: true, ThinkingBudget: genai.Ptr[int32](1024)}}
+			resp, err := c.Models.GenerateContent(ctx, model, genai.Text("Why is the sky blue?"), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thought, text := split(resp.Candidates[0].Content.Parts)
+			if thought == "" || text == "" || !resp.Candidates[0].Content.Parts[0].Thought || resp.Text() != text {
+				t.Fatalf("parts %+v", resp.Candidates[0].Content.Parts)
+			}
+			var sthought, stext string
+			for r, err := range c.Models.GenerateContentStream(ctx, model, genai.Text("Why is the sky blue?"), cfg) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, cand := range r.Candidates {
+					if cand.Content != nil {
+						a, b := split(cand.Content.Parts)
+						sthought, stext = sthought+a, stext+b
+					}
+				}
+			}
+			if sthought != thought || stext != text {
+				t.Fatalf("streamed %q / %q, plain %q / %q", sthought, stext, thought, text)
+			}
+			history := append(genai.Text("Why is the sky blue?"), resp.Candidates[0].Content, genai.NewContentFromText("And at sunset?", genai.RoleUser))
+			if _, err := c.Models.GenerateContent(ctx, model, history, cfg); err != nil {
+				t.Fatal(err)
+			}
+			sent := e.vllm.LastBody("/v1/chat/completions")
+			if model == ollamaThinker {
+				sent = e.ollama.LastBody("/api/chat")
+			}
+			if !strings.Contains(string(sent), thought) {
+				t.Fatalf("backend did not get the reasoning %q: %s", thought, sent)
+			}
+			cfg.ThinkingConfig = &genai.ThinkingConfig{ThinkingBudget: genai.Ptr[int32](0)}
+			off, err := c.Models.GenerateContent(ctx, model, genai.Text("Why is the sky blue?"), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if thought, text := split(off.Candidates[0].Content.Parts); thought != "" || text == "" {
+				t.Fatalf("thinking off: %+v", off.Candidates[0].Content.Parts)
+			}
+			matrix.Mark(t, "gemini", "thinking", matrix.Engine(model == ollamaThinker))
+		})
+	}
+}
