@@ -219,9 +219,11 @@ import (
 //     non-empty text, '/' and ':' included: see core/pathtmpl); a route
 //     may be selected by a header or query parameter (sdk.Route.Select:
 //     "header:x-goog-api-key", "query:alt=sse"), so two dialects share
-//     one method and path; routing fields may come from a capture, a
-//     query parameter or a header ("path:model", "query:alt",
-//     "header:NAME" in sdk.Routing) as well as the body; a route may
+//     one method and path; the model may come from a capture, a query
+//     parameter or a header ("path:model", "query:NAME", "header:NAME"
+//     in sdk.Routing.Model) as well as the body, and the stream flag from
+//     the route itself (Routing.StreamByDflt on a route its path or a
+//     selector picks: Gemini's :streamGenerateContent); a route may
 //     declare where else its client sends the key (sdk.Route.Credentials:
 //     "header:x-goog-api-key", "query:key"), which the host checks before
 //     reading the body and removes from everything it logs, records or
