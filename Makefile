@@ -85,7 +85,8 @@ test-norace: plugins ## only the tests built without the race detector (allocati
 	$(run-norace)
 
 # The compile checks: the gateway builds without cgo, plugins and the SDK
-# for wasip1, and the SDK's example passes its golden vectors.
+# for wasip1, and the SDK's example and the plugins in modules of their own
+# pass their golden vectors.
 build-check: plugins
 	CGO_ENABLED=0 $(GO) build ./core/... ./sidecar/wire/...
 	CGO_ENABLED=0 $(GO) -C sdk build ./...
@@ -93,6 +94,7 @@ build-check: plugins
 	GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build ./...
 	for m in $(MODULES); do GOOS=wasip1 GOARCH=wasm $(GO) -C plugins/$$m build ./... || exit 1; done
 	mkdir -p .cache && GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build -buildmode=c-shared -o ../.cache/simple.wasm ./examples/simple/wasm && $(GO) run ./core/cmd/mindrouter plugin check --golden sdk/examples/simple/testdata/vectors .cache/simple.wasm
+	for m in $(MODULES); do $(GO) run ./core/cmd/mindrouter plugin check --golden plugins/$$m/testdata/vectors plugins/$$m.wasm || exit 1; done
 
 # The end-to-end SDK tests mark the cells they prove (core/internal/matrix);
 # the table is written from a run's JSON, and a failed cell fails the target.
