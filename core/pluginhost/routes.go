@@ -29,21 +29,35 @@ type declaredRoute struct {
 // the first-party bundle and its separate openai module for instance: the
 // first in plugins.yaml serves.
 func CheckRoutes(plugins []*Plugin) error {
+	named := make([]namedManifest, 0, len(plugins))
+	for _, p := range plugins {
+		named = append(named, namedManifest{p.Name(), p.Manifest()})
+	}
+	return checkRoutes(named)
+}
+
+// namedManifest is a plugin's manifest under its plugins.yaml name.
+type namedManifest struct {
+	name string
+	m    sdk.Manifest
+}
+
+func checkRoutes(plugins []namedManifest) error {
 	var all []declaredRoute
 	for _, p := range plugins {
-		for _, m := range p.Manifest().Parts() {
+		for _, m := range p.m.Parts() {
 			if m.Kind != sdk.KindTranslator {
 				continue
 			}
 			for _, r := range m.Routes {
 				t, err := pathtmpl.Parse(r.Path)
 				if err != nil {
-					return fmt.Errorf("pluginhost: plugin %q route %q: %w", p.Name(), r.Name, err)
+					return fmt.Errorf("pluginhost: plugin %q route %q: %w", p.name, r.Name, err)
 				}
 				if r.Method == "" {
 					r.Method = "POST"
 				}
-				all = append(all, declaredRoute{plugin: p.Name(), part: m.Name, format: m.Format, r: r, t: t})
+				all = append(all, declaredRoute{plugin: p.name, part: m.Name, format: m.Format, r: r, t: t})
 			}
 		}
 	}

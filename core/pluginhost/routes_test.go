@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -94,5 +95,49 @@ func TestCheckRoutes_FirstParty(t *testing.T) {
 	}
 	if err := CheckRoutes(ps); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A reload that would make two plugins claim one request is refused as a
+// whole: the running set keeps serving, and no new version is swapped in.
+func TestReload_RouteConflictRefused(t *testing.T) {
+	RegisterNative("rr-a", routeTranslator("a", "a", sdk.Route{Name: "models", Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"}))
+	RegisterNative("rr-a2", routeTranslator("a", "a", sdk.Route{Name: "models", Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"},
+		sdk.Route{Name: "chat", Path: "/v1/chat"}))
+	RegisterNative("rr-b", routeTranslator("b", "b", sdk.Route{Name: "list", Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models"}))
+	dir := t.TempDir()
+	path := dir + "/plugins.yaml"
+	write := func(entries string) {
+		if err := os.WriteFile(path, []byte("abi: 2\nplugins:\n"+entries), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("  - {name: a, kind: translator, path: \"native:rr-a\", mode: trusted}\n")
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(context.Background(), cfg, dir, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	gen := h.Generation()
+	// a changes (a new version) and b, new, conflicts with it.
+	write("  - {name: a, kind: translator, path: \"native:rr-a2\", mode: trusted}\n  - {name: b, kind: translator, path: \"native:rr-b\", mode: trusted}\n")
+	err = h.Reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `plugin "a" route "models" (GET /v1/models) and plugin "b" route "list" (GET /v1/models)`) {
+		t.Fatalf("reload: %v", err)
+	}
+	if h.Plugin("b") != nil || len(h.Plugin("a").Manifest().Routes) != 1 || h.Generation() != gen {
+		t.Fatalf("the refused reload changed the set: b %v, a routes %d, gen %d→%d", h.Plugin("b"), len(h.Plugin("a").Manifest().Routes), gen, h.Generation())
+	}
+	// Without the conflict the same change loads.
+	write("  - {name: a, kind: translator, path: \"native:rr-a2\", mode: trusted}\n")
+	if err := h.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Plugin("a").Manifest().Routes) != 2 {
+		t.Fatalf("a routes %d", len(h.Plugin("a").Manifest().Routes))
 	}
 }
