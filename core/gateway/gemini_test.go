@@ -374,8 +374,17 @@ func TestGeminiSDK_Errors(t *testing.T) {
 			t.Fatalf("GET /v1/models with %s: %d %s", tc.hdr, res.StatusCode, body)
 		}
 	}
+	// GET /v1/models/{id} is Gemini's models.get only with a Google key
+	// (OpenAI's clients use the path too): without one, no route.
+	req, _ := http.NewRequest("GET", e.base+"/v1/models/"+vllmModel, nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 404 {
+		t.Fatalf("GET /v1/models/{id} without a Google key: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
 	// Two different keys are refused, before any body is read.
-	req, _ := http.NewRequest("POST", e.base+"/v1beta/models/"+vllmModel+":generateContent?key=mr2_other_key_0000000000000000",
+	req, _ = http.NewRequest("POST", e.base+"/v1beta/models/"+vllmModel+":generateContent?key=mr2_other_key_0000000000000000",
 		strings.NewReader(`{"contents":[{"parts":[{"text":"hi"}]}]}`))
 	req.Header.Set("x-goog-api-key", adminKey)
 	res, err := http.DefaultClient.Do(req)

@@ -24,6 +24,8 @@ var (
 		Select: geminiKey, Credentials: geminiKey}
 	geminiGet = sdk.Route{Name: "get", Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models/{model}",
 		Credentials: geminiKey, Routing: &sdk.Routing{Model: "path:model"}}
+	geminiGetGated = sdk.Route{Name: "get-gated", Kind: sdk.EndpointModels, Method: "GET", Path: "/v2/models/{model}",
+		Select: geminiKey, Credentials: geminiKey, Routing: &sdk.Routing{Model: "path:model"}}
 )
 
 func request(uri string, hdrs ...string) *fasthttp.Request {
@@ -39,7 +41,7 @@ func request(uri string, hdrs ...string) *fasthttp.Request {
 // between two dialects on one path, and an exact path beats a template.
 func TestLookup_TemplatesAndSelectors(t *testing.T) {
 	openai := translator(t, "openai", fakeTranslator{}, modelsGET, chatPOST)
-	gemini := translator(t, "gemini", fakeTranslator{}, geminiGenerate, geminiStreamSSE, geminiStream, geminiList, geminiGet)
+	gemini := translator(t, "gemini", fakeTranslator{}, geminiGenerate, geminiStreamSSE, geminiStream, geminiList, geminiGet, geminiGetGated)
 	ix := buildIndex([]*pluginhost.Plugin{openai, gemini}, 1)
 	for _, tc := range []struct {
 		method, uri string
@@ -57,6 +59,9 @@ func TestLookup_TemplatesAndSelectors(t *testing.T) {
 		{"GET", "/v1/models?key=k", nil, "gemini/list", ""},
 		{"HEAD", "/v1/models?key=k", nil, "gemini/list", ""},
 		{"GET", "/v1/models/openai/gpt-oss-120b", nil, "gemini/get", ""},
+		{"GET", "/v2/models/x", nil, "", ""}, // selector-gated only, none shown: 404
+		{"GET", "/v2/models/x", []string{"x-goog-api-key", "k"}, "gemini/get-gated", ""},
+		{"POST", "/v2/models/x", nil, "", "GET"},
 		{"POST", "/v1/chat/completions", []string{"x-goog-api-key", "k"}, "openai/chat", ""},
 		{"DELETE", "/v1/models/a:generateContent", nil, "", "POST"},
 		{"PUT", "/v1/models", nil, "", "GET"},

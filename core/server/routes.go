@@ -204,7 +204,9 @@ func (ix *routeIndex) lookup(method, path []byte, rq *fasthttp.Request) (rt *rou
 		if rt := pr.pick(method, rq); rt != nil {
 			return rt, "", true
 		}
-		allow, found = pr.allow, true
+		if !pr.gated(method) {
+			allow, found = pr.allow, true
+		}
 	}
 	var caps pathtmpl.Captures
 	for _, tr := range ix.tmpls {
@@ -214,11 +216,23 @@ func (ix *routeIndex) lookup(method, path []byte, rq *fasthttp.Request) (rt *rou
 		if rt := tr.pick(method, rq); rt != nil {
 			return rt, "", true
 		}
-		if !found {
+		if !found && !tr.gated(method) {
 			allow, found = tr.allow, true
 		}
 	}
 	return nil, allow, found
+}
+
+// gated reports whether method has routes here, every one behind a
+// selector: a request that shows none of them is not this path's (404,
+// not 405), as if the plugin declaring them were not loaded.
+func (pr *pathRoutes) gated(method []byte) bool {
+	for i := range pr.routes {
+		if r := &pr.routes[i].r; r.Method == string(method) || string(method) == "HEAD" && r.Method == "GET" {
+			return true
+		}
+	}
+	return false
 }
 
 // pick returns the route of method (HEAD: GET's when it has none of its

@@ -10,7 +10,7 @@
 //	POST {v}/models/{model}:embedContent           embedding
 //	POST {v}/models/{model}:batchEmbedContents     embedding
 //	GET  {v}/models                                models (on /v1 only with a Google key: header or ?key=)
-//	GET  {v}/models/{model}                        one model
+//	GET  {v}/models/{model}                        one model (on /v1 only with a Google key)
 //
 // The model is the path's capture, '/' and ':' included
 // ("/v1beta/models/openai/gpt-oss-120b:generateContent"); the key is
@@ -62,8 +62,12 @@ func versionRoutes(v string) []sdk.Route {
 				Structured: []string{"generationConfig.responseMimeType=application/json"}}}
 	}
 	list := sdk.Route{Name: routeList, Kind: sdk.EndpointModels, Method: "GET", Path: v + "/models", Credentials: credentials}
+	get := sdk.Route{Name: routeGet, Kind: sdk.EndpointModels, Method: "GET", Path: model, Credentials: credentials,
+		Routing: &sdk.Routing{Model: sdk.FromPath + "model"}}
 	if v == "/v1" {
-		list.Select = credentials // OpenAI's GET /v1/models otherwise
+		// OpenAI's paths otherwise: GET /v1/models, and GET /v1/models/{id}
+		// should OpenAI's translator serve it.
+		list.Select, get.Select = credentials, credentials
 	}
 	return []sdk.Route{
 		chat(routeGenerate, "generateContent", false, nil, ""),
@@ -76,8 +80,7 @@ func versionRoutes(v string) []sdk.Route {
 		{Name: routeBatchEmbed, Kind: sdk.EndpointEmbedding, Method: "POST", Path: model + ":batchEmbedContents", Credentials: credentials,
 			Routing: &sdk.Routing{Model: sdk.FromPath + "model"}},
 		list,
-		{Name: routeGet, Kind: sdk.EndpointModels, Method: "GET", Path: model, Credentials: credentials,
-			Routing: &sdk.Routing{Model: sdk.FromPath + "model"}},
+		get,
 	}
 }
 
