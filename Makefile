@@ -1,7 +1,10 @@
 # MindRouter — run `make help` for the targets.
 GO       ?= go
 PLUGINS  := openai anthropic ollamaapi responses vllm ollama bundle
-WASM     := $(PLUGINS:%=plugins/%.wasm)
+# Plugins in modules of their own (plugins/NAME/go.mod, on the SDK module
+# alone, as a third party's would be): built from their own directory.
+MODULES  := gemini
+WASM     := $(PLUGINS:%=plugins/%.wasm) $(MODULES:%=plugins/%.wasm)
 CONFIG   ?=
 # Test binaries run one at a time (.ci/one-at-a-time holds a lock), so the
 # timing-sensitive tests (GC and ticker stalls during a runaway plugin call,
@@ -37,6 +40,9 @@ fakellm: ## bin/fakellm, the simulated vLLM/Ollama backend
 
 plugins: $(WASM) ## the WebAssembly plugins named in plugins.yaml
 
+$(MODULES:%=plugins/%.wasm): plugins/%.wasm: FORCE
+	cd plugins/$* && GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o ../$*.wasm ./wasm
+
 plugins/%.wasm: FORCE
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $@ ./plugins/$*/wasm
 
@@ -59,8 +65,10 @@ NORACE   = .ci/norace-tests.sh
 test: plugins tidy-check test-deps build-check deploy-check ## every test once under the race detector, the !race tests once without it, vet, the matrix
 	$(GO) vet ./...
 	$(GO) -C sdk vet ./...
+	for m in $(MODULES); do $(GO) -C plugins/$$m vet ./... || exit 1; done
 	@mkdir -p .cache
 	$(TESTSUM) --jsonfile .cache/test-sdk-race.json --raw-command -- $(GO) -C sdk test -json -race $(GOFLAGS_TEST) ./...
+	for m in $(MODULES); do $(TESTSUM) --jsonfile .cache/test-$$m-race.json --raw-command -- $(GO) -C plugins/$$m test -json -race $(GOFLAGS_TEST) ./... || exit 1; done
 	$(TESTSUM) --jsonfile .cache/test-race.json -- -race $(GOFLAGS_TEST) -timeout 30m ./...
 	@# Allocation budgets and the plugins' wasm parity tests are built !race
 	@# (the race detector changes allocation counts and slows wazero tenfold):
@@ -77,13 +85,16 @@ test-norace: plugins ## only the tests built without the race detector (allocati
 	$(run-norace)
 
 # The compile checks: the gateway builds without cgo, plugins and the SDK
-# for wasip1, and the SDK's example passes its golden vectors.
+# for wasip1, and the SDK's example and the plugins in modules of their own
+# pass their golden vectors.
 build-check: plugins
 	CGO_ENABLED=0 $(GO) build ./core/... ./sidecar/wire/...
 	CGO_ENABLED=0 $(GO) -C sdk build ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./plugins/...
 	GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build ./...
+	for m in $(MODULES); do GOOS=wasip1 GOARCH=wasm $(GO) -C plugins/$$m build ./... || exit 1; done
 	mkdir -p .cache && GOOS=wasip1 GOARCH=wasm $(GO) -C sdk build -buildmode=c-shared -o ../.cache/simple.wasm ./examples/simple/wasm && $(GO) run ./core/cmd/mindrouter plugin check --golden sdk/examples/simple/testdata/vectors .cache/simple.wasm
+	for m in $(MODULES); do $(GO) run ./core/cmd/mindrouter plugin check --golden plugins/$$m/testdata/vectors plugins/$$m.wasm || exit 1; done
 
 # The end-to-end SDK tests mark the cells they prove (core/internal/matrix);
 # the table is written from a run's JSON, and a failed cell fails the target.
@@ -107,10 +118,11 @@ image: gateway plugins ## bin/mindrouter-image.tar: the container image built wi
 	$(GO) -C deploy run ./cmd/mkimage -bin ../bin/mindrouter -config container/mindrouter.yaml -plugins ../plugins.yaml \
 	  -wasm ../plugins/bundle.wasm -o ../bin/mindrouter-image.tar -tag mindrouter:$(VERSION) -version $(VERSION)
 
-tidy-check: ## fail when go.mod/go.sum of either module are not tidy
+tidy-check: ## fail when go.mod/go.sum of any module are not tidy
 	$(GO) mod tidy -diff
 	$(GO) -C sdk mod tidy -diff
 	$(GO) -C deploy mod tidy -diff
+	for m in $(MODULES); do $(GO) -C plugins/$$m mod tidy -diff || exit 1; done
 
 # The edit loop: every package's tests but the end-to-end gateway suite
 # (core/gateway), without the race detector, packages in parallel. Run
@@ -118,10 +130,12 @@ tidy-check: ## fail when go.mod/go.sum of either module are not tidy
 QUICK_PKGS = $(shell $(GO) list ./... | grep -v '/core/gateway$$')
 test-quick: plugins test-deps ## unit tests only (no core/gateway end-to-end suite, no race detector): the edit loop, a few minutes
 	$(GO) -C sdk test ./...
+	for m in $(MODULES); do $(GO) -C plugins/$$m test ./... || exit 1; done
 	$(GO) test $(QUICK_PKGS)
 
 test-short: plugins test-deps ## every test once without the race detector
 	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
+	for m in $(MODULES); do $(GO) -C plugins/$$m test $(GOFLAGS_TEST) ./... || exit 1; done
 	$(GO) test $(GOFLAGS_TEST) ./...
 
 fuzz: ## run each fuzz target for FUZZTIME (default 20s)

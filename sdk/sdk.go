@@ -193,7 +193,29 @@ type Route struct {
 	// Routing says where the routing fields live in the route's JSON body,
 	// so the host can read them natively before any plugin call.
 	Routing *Routing `json:"routing,omitempty"`
+	// Select (ABI 2.8) makes the route serve only requests that show one
+	// of these: "header:NAME" (the header is present), "query:NAME" (the
+	// parameter is present) or "query:NAME=VALUE". Of the routes of one
+	// method and path, one whose Select holds is chosen over one without
+	// Select; so Gemini's GET /v1/models (Select
+	// ["header:x-goog-api-key", "query:key"]) shares OpenAI's path.
+	Select []string `json:"select,omitempty"`
+	// Credentials (ABI 2.8) are where, besides Authorization and
+	// X-API-Key, the route's clients send their key: "header:NAME" or
+	// "query:NAME". The host reads and checks the key there before the
+	// body, refuses a request carrying two different keys, and removes
+	// the key from logs, audit rows, errors and MetaQuery.
+	Credentials []string `json:"credentials,omitempty"`
 }
+
+// Places of a routing field, a selector or a credential outside the body
+// (ABI 2.8): "path:NAME" (a capture of the route's template),
+// "query:NAME", "header:NAME".
+const (
+	FromPath   = "path:"
+	FromQuery  = "query:"
+	FromHeader = "header:"
+)
 
 // EndpointKind returns Kind, or Name for a route that declares none.
 func (r Route) EndpointKind() Endpoint {
@@ -206,7 +228,11 @@ func (r Route) EndpointKind() Endpoint {
 // Routing locates a route's routing fields in its JSON request body as
 // dotted object-key paths from the top-level object ("model",
 // "stream_options.include_usage"). An empty path means the dialect has no
-// such field.
+// such field. Since ABI 2.8 Model may instead name a capture of the
+// route's template, a query parameter or a header ("path:model",
+// "query:model", "header:NAME"; see FromPath): the host takes the model
+// from there, and reads the body, when the route has one, for the other
+// fields.
 //
 // Vision, Tools and Structured (ABI 2.6) say where a request shows that it
 // needs image input, tool calling or JSON output from its model, so the

@@ -105,7 +105,22 @@ func attr(a slog.Attr) slog.Attr {
 }
 
 func needs(s string) bool {
-	return strings.Contains(s, "mr2_") || containsFold(s, "bearer ") || containsFold(s, "api-key")
+	return strings.Contains(s, "mr2_") || containsFold(s, "bearer ") || containsFold(s, "api-key") || containsFold(s, "key=")
+}
+
+// queryKey reports whether s[i:] starts a query parameter named "key"
+// (Google's ?key=, a credential routes may declare: ABI 2.8) or
+// "api-key"/"api_key", returning the length of the name and "=".
+func queryKey(s string, i int) int {
+	if i == 0 || s[i-1] != '?' && s[i-1] != '&' {
+		return 0
+	}
+	for _, name := range [...]string{"key=", "api-key=", "api_key="} {
+		if i+len(name) <= len(s) && strings.EqualFold(s[i:i+len(name)], name) {
+			return len(name)
+		}
+	}
+	return 0
 }
 
 func containsFold(s, sub string) bool {
@@ -117,8 +132,9 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
-// String returns s with every mr2_ key, every value after "Bearer " and
-// every X-API-Key header value replaced by Redacted.
+// String returns s with every mr2_ key, every value after "Bearer ",
+// every X-API-Key (and x-goog-api-key, api-key) header value and every
+// key, api-key or api_key query parameter replaced by Redacted.
 func String(s string) string {
 	if !needs(s) {
 		return s
@@ -133,6 +149,11 @@ func String(s string) string {
 			b.WriteString(s[i : i+7])
 			b.WriteString(Redacted)
 			i = skipToken(s, i+7)
+		case queryKey(s, i) > 0:
+			n := queryKey(s, i)
+			b.WriteString(s[i : i+n])
+			b.WriteString(Redacted)
+			i = skipQueryValue(s, i+n)
 		case i+8 <= len(s) && strings.EqualFold(s[i:i+8], "api-key:"):
 			b.WriteString(s[i : i+8])
 			j := i + 8
@@ -147,6 +168,14 @@ func String(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// skipQueryValue returns the index after the query value starting at i.
+func skipQueryValue(s string, i int) int {
+	for i < len(s) && s[i] != '&' && s[i] != ' ' && s[i] != '"' && s[i] != '#' {
+		i++
+	}
+	return i
 }
 
 // skipToken returns the index after the key-like run starting at i.

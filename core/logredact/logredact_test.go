@@ -54,3 +54,21 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("short changed")
 	}
 }
+
+// Keys a route declares outside Authorization (ABI 2.8): Google's
+// x-goog-api-key header and ?key= query parameter, Azure's api-key, in
+// whatever a log line quotes (a URL, a raw request), even when they are
+// not mr2_ keys (imported ones have any shape).
+func TestString_DeclaredCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"GET /v1beta/models?key=AIzaSyLEGACY123&pageSize=5 HTTP/1.1": "GET /v1beta/models?key=" + Redacted + "&pageSize=5 HTTP/1.1",
+		"/x:streamGenerateContent?alt=sse&KEY=legacy.secret":         "/x:streamGenerateContent?alt=sse&KEY=" + Redacted,
+		"x-goog-api-key: legacysecret\r\n":                           "x-goog-api-key: " + Redacted + "\r\n",
+		"/openai/deployments/d/chat?api-version=1&api-key=legacy":    "/openai/deployments/d/chat?api-version=1&api-key=" + Redacted,
+		"monkey=banana&turnkey=1":                                    "monkey=banana&turnkey=1",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

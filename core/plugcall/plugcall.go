@@ -27,6 +27,11 @@ type Calls struct {
 	// Images are abi.MetaImage pairs the host fetched after an adapter
 	// answered need_images; the request calls pass them on (ABI 2.2).
 	Images []byte
+	// Extra are meta pairs every translator op of the request gets beyond
+	// route and kind: a template route's captures and query string (ABI
+	// 2.8, abi.MetaCapturePrefix, abi.MetaQuery). The caller fills it
+	// after Reset.
+	Extra []byte
 
 	meta []byte
 	t, a pluginhost.Result
@@ -37,11 +42,13 @@ func (c *Calls) Reset(requestID uint64, route, kind string) {
 	c.RequestID, c.Route, c.Kind = requestID, route, kind
 	c.T, c.A = 0, 0
 	c.Images = c.Images[:0]
+	c.Extra = c.Extra[:0]
 }
 
 func (c *Calls) routeMeta() []byte {
 	c.meta = abi.AppendMeta(c.meta[:0], abi.MetaRoute, c.Route)
 	c.meta = abi.AppendMeta(c.meta, abi.MetaKind, c.Kind)
+	c.meta = append(c.meta, c.Extra...)
 	return c.meta
 }
 

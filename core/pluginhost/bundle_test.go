@@ -396,7 +396,8 @@ func TestBundle_Reload(t *testing.T) {
 	}
 }
 
-// The repository's plugins.yaml loads the first-party bundle, and the
+// The repository's plugins.yaml loads the first-party bundle and the
+// Gemini translator, and the
 // alternatives it shows commented out (separate modules; native) are valid
 // entries.
 func TestRepoPluginsYAML(t *testing.T) {
@@ -412,8 +413,12 @@ func TestRepoPluginsYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Plugins) != 1 {
+	// The bundle, then the Gemini translator (a module of its own).
+	if len(cfg.Plugins) != 2 {
 		t.Fatalf("plugins %+v", cfg.Plugins)
+	}
+	if g := cfg.Plugins[1]; g.Name != "gemini" || g.Kind != sdk.KindTranslator || g.Path != "plugins/gemini.wasm" || g.Mode != ModeTrusted {
+		t.Fatalf("gemini entry %+v", g)
 	}
 	pc := cfg.Plugins[0]
 	if pc.Name != "firstparty" || pc.Kind != sdk.KindBundle || pc.Path != "plugins/bundle.wasm" || pc.Mode != ModeTrusted || pc.Pool.Min != 3 {

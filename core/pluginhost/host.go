@@ -118,6 +118,11 @@ func New(ctx context.Context, cfg *Config, baseDir string, logger *slog.Logger) 
 		set.byName[p.name] = p
 		set.list = append(set.list, p)
 	}
+	if len(errs) == 0 {
+		if err := CheckRoutes(set.list); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	h.set.Store(set)
 	h.gen.Add(1)
 	if len(errs) > 0 {

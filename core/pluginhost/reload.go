@@ -43,26 +43,48 @@ func (h *Host) Reload(ctx context.Context) error {
 	old := h.set.Load()
 	set := &pluginSet{byName: map[string]*Plugin{}}
 	var errs []error
+	// New versions are swapped in only once the whole set's routes are
+	// known not to conflict (CheckRoutes), so a reload that would make two
+	// plugins claim one request changes nothing.
+	pending := map[*Plugin]*Version{}
+	var next []namedManifest
 	for i := range cfg.Plugins {
 		pc := cfg.Plugins[i]
 		p := old.byName[pc.Name]
 		if p == nil {
 			p = h.newPlugin(pc.Name)
 		}
-		swapped, err := h.reloadOne(ctx, p, pc)
+		v, err := h.reloadOne(ctx, p, pc)
 		if err != nil {
 			errs = append(errs, err)
 			p.metrics.reloadsFailed.Add(1)
 			p.lastErr.Store(&err)
 			h.logger.Error("plugin reload refused: keeping the running version", slog.String("plugin", pc.Name), slog.Any("err", err))
-		} else if swapped {
-			p.metrics.reloadsOK.Add(1)
-			p.lastErr.Store(nil)
 		}
-		if p.current.Load() != nil {
-			set.byName[p.name] = p
-			set.list = append(set.list, p)
+		switch cur := p.current.Load(); {
+		case v != nil:
+			pending[p] = v
+			next = append(next, namedManifest{p.name, v.manifest})
+		case cur != nil:
+			next = append(next, namedManifest{p.name, cur.manifest})
+		default:
+			continue
 		}
+		set.byName[p.name] = p
+		set.list = append(set.list, p)
+	}
+	if err := checkRoutes(next); err != nil {
+		for _, v := range pending {
+			v.Release() // never current: its only reference
+		}
+		h.metrics.reloadsFailed.Add(1)
+		h.logger.Error("plugin reload refused: keeping the running plugins", slog.Any("err", err))
+		return err
+	}
+	for p, v := range pending {
+		p.swap(v)
+		p.metrics.reloadsOK.Add(1)
+		p.lastErr.Store(nil)
 	}
 	for _, p := range old.list {
 		if set.byName[p.name] == nil {
@@ -81,35 +103,34 @@ func (h *Host) Reload(ctx context.Context) error {
 	return nil
 }
 
-// reloadOne loads pc as a new version of p unless nothing changed.
-func (h *Host) reloadOne(ctx context.Context, p *Plugin, pc PluginConfig) (swapped bool, err error) {
+// reloadOne loads pc as a new version of p unless nothing changed (nil);
+// the caller swaps it in.
+func (h *Host) reloadOne(ctx context.Context, p *Plugin, pc PluginConfig) (*Version, error) {
 	if name, ok := nativeName(pc.Path); ok {
 		pcd := pc.withDefaults()
 		if cur := p.current.Load(); cur != nil && cur.fingerprint == fingerprint(nativePrefix+name, &pcd) {
-			return false, nil
+			return nil, nil
 		}
 		v, err := h.loadNative(ctx, p, pc, name)
 		if err != nil {
-			return false, &LoadError{pc.Name, pc.Path, err}
+			return nil, &LoadError{pc.Name, pc.Path, err}
 		}
-		p.swap(v)
-		return true, nil
+		return v, nil
 	}
 	wasm, err := os.ReadFile(h.abs(pc.Path))
 	if err != nil {
-		return false, &LoadError{pc.Name, pc.Path, err}
+		return nil, &LoadError{pc.Name, pc.Path, err}
 	}
 	sum := sha256.Sum256(wasm)
 	pcd := pc.withDefaults()
 	if cur := p.current.Load(); cur != nil && cur.fingerprint == fingerprint(fmt.Sprintf("%x", sum), &pcd) {
-		return false, nil
+		return nil, nil
 	}
 	v, err := h.loadBytes(ctx, p, pc, wasm)
 	if err != nil {
-		return false, &LoadError{pc.Name, pc.Path, err}
+		return nil, &LoadError{pc.Name, pc.Path, err}
 	}
-	p.swap(v)
-	return true, nil
+	return v, nil
 }
 
 // Watch polls plugins.yaml and the wasm files it names every interval

@@ -70,7 +70,8 @@ func (s *Server) buildOwnChains() ownChains {
 // resolve finds the chain of a request, and its plugin route when it has
 // one: the gateway's own endpoints first, then the admin API, the
 // Keeper's routes, and the plugins' routes by endpoint kind.
-func (s *Server) resolve(method, path []byte) (chain, *route) {
+func (s *Server) resolve(ctx *fasthttp.RequestCtx) (chain, *route) {
+	method, path := ctx.Method(), ctx.Path()
 	switch string(path) {
 	case "/healthz":
 		return s.own.healthz, nil
@@ -89,7 +90,7 @@ func (s *Server) resolve(method, path []byte) (chain, *route) {
 	if s.keeper != nil && s.keeper.Serves(method, path) {
 		return s.own.kept, nil
 	}
-	rt, _, _ := s.routes.index().lookup(method, path)
+	rt, _, _ := s.routes.index().lookup(method, path, &ctx.Request)
 	if rt == nil {
 		return s.own.noRoute, nil
 	}
@@ -133,7 +134,7 @@ type expecter interface {
 // chain makes before it reads the body (the key, the route's body cap),
 // so a client that would be refused never gets to send its body.
 func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
-	c, rt := s.resolve(ctx.Method(), ctx.Path())
+	c, rt := s.resolve(ctx)
 	for _, st := range c.stages {
 		if e, ok := st.(expecter); ok {
 			if code := e.expect(s, ctx, rt); code != fasthttp.StatusContinue {
@@ -213,12 +214,17 @@ func (a identify) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 }
 
 func (a identify) expect(s *Server, ctx *fasthttp.RequestCtx, _ *route) int {
-	return expectKey(s.baseCtx, ctx, a.authn, 0)
+	return expectKey(s.baseCtx, ctx, nil, a.authn, 0)
 }
 
-// expectKey is the key check of authenticate and identify, as a status.
-func expectKey(c context.Context, ctx *fasthttp.RequestCtx, authn auth.Authenticator, scope auth.Scope) int {
-	key, err := keyFromHeaders(&ctx.Request.Header)
+// expectKey is the key check of authenticate and identify, as a status;
+// rt (nil: none) may declare where else its key is.
+func expectKey(c context.Context, ctx *fasthttp.RequestCtx, rt *route, authn auth.Authenticator, scope auth.Scope) int {
+	var pl routePlaces
+	if rt != nil {
+		pl = rt.places
+	}
+	key, err := keyFromRequest(&ctx.Request, &pl)
 	if err != nil {
 		return fasthttp.StatusBadRequest
 	}
@@ -264,7 +270,7 @@ func (noRoute) stage() outcome.Stage { return outcome.NumStages }
 
 func (noRoute) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	ctx.SetConnectionClose()
-	_, allow, known := ex.s.routes.index().lookup(ctx.Method(), ctx.Path())
+	_, allow, known := ex.s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request)
 	if known {
 		ctx.Response.Header.Set("Allow", allow)
 		return apierr.New(canon.ErrInvalidRequest, "method_not_allowed",
@@ -275,7 +281,7 @@ func (noRoute) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 }
 
 func (noRoute) expect(s *Server, ctx *fasthttp.RequestCtx, _ *route) int {
-	if _, allow, known := s.routes.index().lookup(ctx.Method(), ctx.Path()); known {
+	if _, allow, known := s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request); known {
 		ctx.Response.Header.Set("Allow", allow)
 		return fasthttp.StatusMethodNotAllowed
 	}

@@ -2,10 +2,14 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/mindrouter/mindrouter/core/jsonscan"
+	"github.com/mindrouter/mindrouter/core/pathtmpl"
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk"
 )
@@ -20,6 +24,7 @@ type route struct {
 	spec    *jsonscan.Spec // the routing fields' paths (nil: none declared)
 	ndjson  bool           // the route streams NDJSON, not SSE
 	marks   needMarks      // which of spec's markers show which need
+	places  routePlaces    // ABI 2.8: template, selectors, credentials, model outside the body (routeplaces.go)
 }
 
 // needMarks are the bits of jsonscan.Result.Marks, for a route's spec,
@@ -38,6 +43,15 @@ type pathRoutes struct {
 type routeIndex struct {
 	gen    uint64
 	byPath map[string]*pathRoutes
+	// tmpls are the template routes (ABI 2.8), most literal text first,
+	// tried in order after an exact path fails.
+	tmpls []*tmplRoutes
+}
+
+// tmplRoutes are the routes of one path template, by method.
+type tmplRoutes struct {
+	t *pathtmpl.Template
+	pathRoutes
 }
 
 type routeTable struct {
@@ -73,24 +87,53 @@ func buildIndex(plugins []*pluginhost.Plugin, gen uint64) *routeIndex {
 			}
 		}
 	}
+	slices.SortStableFunc(ix.tmpls, func(a, b *tmplRoutes) int { return b.t.LiteralLen() - a.t.LiteralLen() })
 	return ix
 }
 
-func (ix *routeIndex) add(p *pluginhost.Plugin, m sdk.Manifest) {
-	for _, r := range m.Routes {
+// routesOf returns the routes of r's path: its exact path's, or its
+// template's. A template that does not parse is left out (pluginhost
+// refuses such a manifest at load; the index never fails).
+func (ix *routeIndex) routesOf(r sdk.Route) (*pathRoutes, *pathtmpl.Template) {
+	if !strings.Contains(r.Path, "{") {
 		pr := ix.byPath[r.Path]
 		if pr == nil {
 			pr = &pathRoutes{}
 			ix.byPath[r.Path] = pr
 		}
+		return pr, nil
+	}
+	t, err := pathtmpl.Parse(r.Path)
+	if err != nil {
+		return nil, nil
+	}
+	for _, tr := range ix.tmpls {
+		if tr.t.String() == r.Path {
+			return &tr.pathRoutes, tr.t
+		}
+	}
+	tr := &tmplRoutes{t: t}
+	ix.tmpls = append(ix.tmpls, tr)
+	return &tr.pathRoutes, t
+}
+
+func (ix *routeIndex) add(p *pluginhost.Plugin, m sdk.Manifest) {
+	for _, r := range m.Routes {
+		pr, tmpl := ix.routesOf(r)
+		if pr == nil {
+			continue
+		}
 		method := r.Method
 		if method == "" {
 			method = "POST"
 		}
-		dup := false
+		dup, methodSeen := false, false
 		for _, x := range pr.routes {
 			if x.r.Method == method {
-				dup = true // the first plugin in plugins.yaml order wins
+				methodSeen = true
+				// The first plugin in plugins.yaml order wins (pluginhost
+				// refuses overlaps between plugins at load).
+				dup = dup || slices.Equal(x.r.Select, r.Select)
 			}
 		}
 		if dup {
@@ -99,10 +142,14 @@ func (ix *routeIndex) add(p *pluginhost.Plugin, m sdk.Manifest) {
 		r.Method = method
 		rt := route{plugin: p, part: m.Name, r: r, kind: r.EndpointKind(), dialect: m.Format,
 			ndjson: r.StreamContentType == "application/x-ndjson"}
+		rt.places = newRoutePlaces(r, tmpl)
 		if r.Routing != nil {
-			rt.spec, rt.marks = routingSpec(r.Routing)
+			rt.spec, rt.marks = routingSpec(bodyRouting(r.Routing))
 		}
 		pr.routes = append(pr.routes, rt)
+		if methodSeen {
+			continue
+		}
 		if pr.allow != "" {
 			pr.allow += ", "
 		}
@@ -149,24 +196,75 @@ func routingSpec(r *sdk.Routing) (*jsonscan.Spec, needMarks) {
 	return spec, needMarks{}
 }
 
-// lookup finds the route for method and path. found is false for an unknown
-// path; a known path with another method returns its Allow list.
-func (ix *routeIndex) lookup(method, path []byte) (rt *route, allow string, found bool) {
-	pr := ix.byPath[string(path)]
-	if pr == nil {
-		return nil, "", false
-	}
-	for i := range pr.routes {
-		if pr.routes[i].r.Method == string(method) {
-			return &pr.routes[i], "", true
+// lookup finds the route for method and path: an exact path first, then
+// the templates, most literal text first. found is false for an unknown
+// path; a known path with another method returns its Allow list. rq (nil:
+// none) is what a route's Select reads (routeplaces.go). It does not
+// allocate.
+func (ix *routeIndex) lookup(method, path []byte, rq *fasthttp.Request) (rt *route, allow string, found bool) {
+	if pr := ix.byPath[string(path)]; pr != nil {
+		if rt := pr.pick(method, rq); rt != nil {
+			return rt, "", true
 		}
+		if !pr.gated(method) {
+			allow, found = pr.allow, true
+		}
+	}
+	var caps pathtmpl.Captures
+	for _, tr := range ix.tmpls {
+		if !tr.t.Match(path, &caps) {
+			continue
+		}
+		if rt := tr.pick(method, rq); rt != nil {
+			return rt, "", true
+		}
+		if !found && !tr.gated(method) {
+			allow, found = tr.allow, true
+		}
+	}
+	return nil, allow, found
+}
+
+// gated reports whether method has routes here, every one behind a
+// selector: a request that shows none of them is not this path's (404,
+// not 405), as if the plugin declaring them were not loaded.
+func (pr *pathRoutes) gated(method []byte) bool {
+	for i := range pr.routes {
+		if r := &pr.routes[i].r; r.Method == string(method) || string(method) == "HEAD" && r.Method == "GET" {
+			return true
+		}
+	}
+	return false
+}
+
+// pick returns the route of method (HEAD: GET's when it has none of its
+// own), preferring one whose Select holds over one without Select.
+func (pr *pathRoutes) pick(method []byte, rq *fasthttp.Request) *route {
+	if rt := pr.pickMethod(string(method), rq); rt != nil {
+		return rt
 	}
 	if string(method) == "HEAD" {
-		for i := range pr.routes {
-			if pr.routes[i].r.Method == "GET" {
-				return &pr.routes[i], "", true
+		return pr.pickMethod("GET", rq)
+	}
+	return nil
+}
+
+func (pr *pathRoutes) pickMethod(method string, rq *fasthttp.Request) *route {
+	var plain *route
+	for i := range pr.routes {
+		rt := &pr.routes[i]
+		if rt.r.Method != method {
+			continue
+		}
+		if len(rt.places.sel) == 0 {
+			if plain == nil {
+				plain = rt
 			}
+			continue
+		}
+		if rt.places.selected(rq) {
+			return rt
 		}
 	}
-	return nil, pr.allow, true
+	return plain
 }

@@ -39,7 +39,7 @@ func TestBuildIndex_Lookup(t *testing.T) {
 	}
 
 	look := func(method, path string) (*route, string, bool) {
-		return ix.lookup([]byte(method), []byte(path))
+		return ix.lookup([]byte(method), []byte(path), nil)
 	}
 	rt, allow, found := look("POST", "/v1/chat/completions")
 	if rt == nil || !found || allow != "" {
@@ -119,9 +119,9 @@ func TestLookup_NoAllocs(t *testing.T) {
 	m, p, h := []byte("POST"), []byte("/v1/chat/completions"), []byte("HEAD")
 	mp := []byte("/v1/models")
 	if n := testing.AllocsPerRun(100, func() {
-		ix.lookup(m, p)
-		ix.lookup(h, mp)
-		ix.lookup(m, mp)
+		ix.lookup(m, p, nil)
+		ix.lookup(h, mp, nil)
+		ix.lookup(m, mp, nil)
 	}); n != 0 {
 		t.Fatalf("lookup allocates %v times", n)
 	}

@@ -228,7 +228,7 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWith
 
 // Handle is the fasthttp handler: it runs the request's chain.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	c, rt := s.resolve(ctx.Method(), ctx.Path())
+	c, rt := s.resolve(ctx)
 	if c.bare {
 		c.run(s, ctx, nil)
 		return
@@ -242,6 +242,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
 	if rt != nil {
 		ex.setRoute(rt)
+		ex.noteRouteInputs(ctx)
 	} else if c.route != "" {
 		ex.out.Route, ex.out.Kind = c.route, c.kind
 	}

@@ -69,13 +69,13 @@ func (a authenticate) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	return authenticateScope(ctx, ex, a.authn, auth.ScopeInference)
 }
 
-func (a authenticate) expect(s *Server, ctx *fasthttp.RequestCtx, _ *route) int {
-	return expectKey(s.baseCtx, ctx, a.authn, auth.ScopeInference)
+func (a authenticate) expect(s *Server, ctx *fasthttp.RequestCtx, rt *route) int {
+	return expectKey(s.baseCtx, ctx, rt, a.authn, auth.ScopeInference)
 }
 
 // authenticateScope checks the key and that it holds scope (0: any key).
 func authenticateScope(ctx *fasthttp.RequestCtx, ex *exchange, authn auth.Authenticator, scope auth.Scope) error {
-	key, err := keyFromHeaders(&ctx.Request.Header)
+	key, err := keyFromRequest(&ctx.Request, &ex.route.places)
 	if err != nil {
 		return err
 	}
@@ -268,20 +268,31 @@ type precheck struct{ s *Server }
 
 func (precheck) stage() outcome.Stage { return outcome.StageCheck }
 
+// emptyObject stands in for the absent body of a route whose routing
+// fields are all outside it.
+var emptyObject = []byte("{}")
+
 // maxModelName bounds a model name.
 const maxModelName = 256
 
-func (p precheck) run(_ *fasthttp.RequestCtx, ex *exchange) error {
+func (p precheck) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if ex.route.r.Routing == nil {
 		return nil
 	}
 	lim := jsonscan.Limits{MaxDepth: p.s.cfg.Limits.MaxJSONDepth, MaxValues: p.s.cfg.Limits.MaxJSONValues}
-	if err := jsonscan.Scan(ex.body, ex.route.spec, lim, &ex.scan); err != nil {
+	body, placed := ex.body, ex.route.places.model.from != 0
+	if placed && len(body) == 0 {
+		body = emptyObject // a GET of a route whose model is in its path
+	}
+	if err := jsonscan.Scan(body, ex.route.spec, lim, &ex.scan); err != nil {
 		var je *jsonscan.Error
 		if errors.As(err, &je) && je.Kind == jsonscan.ErrTooMany {
 			return apierr.Wrap(canon.ErrRequestTooLarge, "request_too_large", je.Error(), err)
 		}
 		return apierr.Wrap(canon.ErrInvalidRequest, "invalid_json", err.Error(), err)
+	}
+	if placed {
+		return ex.placedModel(ctx)
 	}
 	if ex.route.spec == nil {
 		return nil

@@ -21,7 +21,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	ex := s.exchanges.Get().(*exchange)
 	ex.begin(s, nil)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	if rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path()); rt != nil {
+	if rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request); rt != nil {
 		ex.setRoute(rt)
 	}
 	var e *apierr.Error

@@ -214,9 +214,28 @@ import (
 //     or any plugin of an older minor version) is never called for them:
 //     the host counts offline, as it does when counting fails. An older
 //     host never calls them.
+//   - 2.8: route paths may be templates with captures
+//     ("/v1beta/models/{model}:generateContent"; a capture matches any
+//     non-empty text, '/' and ':' included: see core/pathtmpl); a route
+//     may be selected by a header or query parameter (sdk.Route.Select:
+//     "header:x-goog-api-key", "query:alt=sse"), so two dialects share
+//     one method and path; the model may come from a capture, a query
+//     parameter or a header ("path:model", "query:NAME", "header:NAME"
+//     in sdk.Routing.Model) as well as the body, and the stream flag from
+//     the route itself (Routing.StreamByDflt on a route its path or a
+//     selector picks: Gemini's :streamGenerateContent); a route may
+//     declare where else its client sends the key (sdk.Route.Credentials:
+//     "header:x-goog-api-key", "query:key"), which the host checks before
+//     reading the body and removes from everything it logs, records or
+//     passes on. Every translator op of such a route gets the captures as
+//     meta MetaCapturePrefix+NAME and the query string, less the
+//     credential parameters, as MetaQuery. A plugin of an older minor
+//     version declares none of these and is served as before; an older
+//     host refuses a 2.8 plugin (its minor is higher), so a route it could
+//     not match is never half served.
 const (
 	VersionMajor = 2
-	VersionMinor = 7
+	VersionMinor = 8
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -666,6 +685,15 @@ const (
 	// client asked for results without their documents (2.2): the host
 	// passes it to rerank_response_encode as it passes an encoding.
 	NoDocuments = "no_documents"
+	// MetaQuery (2.8): in, every translator op of a route declaring a
+	// template, a selector or credentials: the request's raw query string
+	// (without "?"), the route's credential parameters removed.
+	MetaQuery = "query"
+	// MetaCapturePrefix (2.8): in, every translator op of a template
+	// route: one pair per capture, key MetaCapturePrefix+NAME
+	// ("path.model"), value the captured text as the path carried it
+	// (after the host's percent-decoding).
+	MetaCapturePrefix = "path."
 )
 
 // AppendMeta appends one key/value pair.

@@ -69,6 +69,9 @@ func usage() {
                                        checked per component (golden vectors in DIR/<component>/,
                                        streams go to the adapters of their framing) and its fused
                                        ops against the canonical path
+  mindrouter plugin new [--dir DIR] [--module PATH] [--sdk DIR] NAME
+                                       scaffold a translator plugin module (go.mod on the SDK, skeleton,
+                                       golden-vector test, Makefile: make check builds and checks it)
   mindrouter migrate [--config FILE] [--dry-run]
                                        apply (or list) the store's schema migrations
   mindrouter backup [--config FILE] --to DIR
@@ -82,7 +85,10 @@ func usage() {
 }
 
 func plugin(args []string) error {
-	const use = "usage: mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm"
+	const use = "usage: mindrouter plugin check [--golden DIR] [--stream FILE]... FILE.wasm\n       mindrouter plugin new [--dir DIR] [--module PATH] [--sdk DIR] NAME"
+	if len(args) >= 1 && args[0] == "new" {
+		return pluginNew(args[1:])
+	}
 	if len(args) < 2 || args[0] != "check" {
 		return errors.New(use)
 	}

@@ -17,7 +17,7 @@ import (
 var (
 	// responses is OpenAI's Responses API (/v1/responses), a dialect of
 	// its own beside Chat Completions ("openai").
-	Dialects = []string{"openai", "responses", "anthropic", "ollama"}
+	Dialects = []string{"openai", "responses", "anthropic", "ollama", "gemini"}
 	Engines  = []string{"vllm", "ollama"}
 	// stored-responses and conversations are state the gateway keeps for
 	// the client: Responses' store, previous_response_id chaining and
@@ -37,10 +37,13 @@ var NotInDialect = map[[2]string]bool{
 	{"anthropic", "completions"}: true,
 	{"anthropic", "rerank"}:      true,
 	{"ollama", "rerank"}:         true,
+	// Gemini (plugins/gemini) has no legacy completions or rerank.
+	{"gemini", "completions"}: true,
+	{"gemini", "rerank"}:      true,
 }
 
 func init() {
-	for _, d := range []string{"openai", "anthropic", "ollama"} {
+	for _, d := range []string{"openai", "anthropic", "ollama", "gemini"} {
 		NotInDialect[[2]string{d, "stored-responses"}] = true
 		NotInDialect[[2]string{d, "conversations"}] = true
 	}

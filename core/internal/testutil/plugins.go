@@ -27,6 +27,7 @@ var Plugins = []struct{ Name, Kind string }{
 	{"ollamaapi", "translator"},
 	{"vllm", "adapter"},
 	{"ollama", "adapter"},
+	{"gemini", "translator"}, // its own module (plugins/gemini/go.mod)
 }
 
 // RepoRoot finds the module root from the working directory.
@@ -43,7 +44,24 @@ func PluginWasm(name string) (string, error) {
 	if path, ok, err := buildcache.Prebuilt(name); ok || err != nil {
 		return path, err
 	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if mod := filepath.Join(root, "plugins", name); fileExists(filepath.Join(mod, "go.mod")) {
+		// A plugin in a module of its own builds from its directory.
+		path, err := buildcache.Build(buildcache.Spec{Root: mod, Pkg: "wasm", LDFlags: buildcache.DefaultLDFlags})
+		if err != nil {
+			return "", fmt.Errorf("testutil: %w", err)
+		}
+		return path, nil
+	}
 	return Wasm("plugins/"+name+"/wasm", buildcache.DefaultLDFlags)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Wasm returns the cached build (package buildcache) of the wasip1 main
