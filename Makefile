@@ -116,7 +116,7 @@ deploy-check: plugins test-deps ## check deploy/: alert rules (promtool), compos
 
 image: gateway plugins ## bin/mindrouter-image.tar: the container image built without an engine (docker load -i)
 	$(GO) -C deploy run ./cmd/mkimage -bin ../bin/mindrouter -config container/mindrouter.yaml -plugins ../plugins.yaml \
-	  -wasm ../plugins/bundle.wasm -o ../bin/mindrouter-image.tar -tag mindrouter:$(VERSION) -version $(VERSION)
+	  -o ../bin/mindrouter-image.tar -tag mindrouter:$(VERSION) -version $(VERSION)
 
 tidy-check: ## fail when go.mod/go.sum of any module are not tidy
 	$(GO) mod tidy -diff

@@ -31,9 +31,9 @@ func TestImage(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	wasm := bundleWasm(t, dir)
+	// The plugins make builds (deploy-check depends on it), as plugins.yaml names them.
 	img, err := image.Build(context.Background(), image.Options{Binary: bin, Config: "container/mindrouter.yaml",
-		PluginsYAML: "../plugins.yaml", Wasm: []string{wasm}, Version: version, Created: time.Unix(1700000000, 0)})
+		PluginsYAML: "../plugins.yaml", Version: version, Created: time.Unix(1700000000, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +94,9 @@ func TestImage(t *testing.T) {
 		}
 	}
 	for p, uid := range map[string]int{"/usr/local/bin/mindrouter": 0, "/etc/mindrouter/mindrouter.yaml": 0,
-		"/opt/mindrouter/plugins.yaml": 0, "/opt/mindrouter/plugins/bundle.wasm": 0, "/var/lib/mindrouter": 65532,
-		"/etc/passwd": 0, "/tmp": 0} {
+		"/opt/mindrouter/plugins.yaml": 0, "/opt/mindrouter/plugins/bundle.wasm": 0, "/opt/mindrouter/plugins/gemini.wasm": 0,
+		"/var/lib/mindrouter": 65532,
+		"/etc/passwd":         0, "/tmp": 0} {
 		h := files[p]
 		if h == nil {
 			t.Errorf("%s is not in the image", p)
@@ -117,22 +118,3 @@ func TestImage(t *testing.T) {
 		t.Fatalf("the image's binary --version: %v\n%s", err, out)
 	}
 }
-
-// bundleWasm is the bundle `make plugins` built, else one built now.
-func bundleWasm(t *testing.T, dir string) string {
-	if d := os.Getenv("MINDROUTER_TEST_WASM"); d != "" {
-		if p := filepath.Join(d, "bundle.wasm"); fileExists(p) {
-			return p
-		}
-	}
-	p := filepath.Join(dir, "bundle.wasm")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", p, "./plugins/bundle/wasm")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the bundle: %v\n%s", err, out)
-	}
-	return p
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 )
@@ -40,12 +42,11 @@ const (
 
 // Options names the files that go into the image.
 type Options struct {
-	Binary      string   // a static (CGO_ENABLED=0) linux mindrouter binary
-	Config      string   // the container config (deploy/container/mindrouter.yaml)
-	PluginsYAML string   // plugins.yaml; its paths are relative to PluginsDir in the image
-	Wasm        []string // plugin files, placed at PluginsDir/plugins/<base name>
-	CACerts     string   // a CA bundle for HTTPS image fetches ("" for none)
-	Version     string   // the image label and the gateway's stamp
+	Binary      string // a static (CGO_ENABLED=0) linux mindrouter binary
+	Config      string // the container config (deploy/container/mindrouter.yaml)
+	PluginsYAML string // plugins.yaml; each plugin's file (relative to it) goes to the same place under PluginsDir
+	CACerts     string // a CA bundle for HTTPS image fetches ("" for none)
+	Version     string // the image label and the gateway's stamp
 	Created     time.Time
 }
 
@@ -79,9 +80,14 @@ func Build(ctx context.Context, o Options) (v1.Image, error) {
 		return nil, fmt.Errorf("image: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	for _, w := range o.Wasm {
-		if err := app.copy(PluginsDir+"/plugins/"+filepath.Base(w), w, 0o644); err != nil {
-			return nil, err
+	rels, err := pluginFiles(o.PluginsYAML)
+	if err != nil {
+		return nil, err
+	}
+	for _, rel := range rels {
+		w := filepath.Join(filepath.Dir(o.PluginsYAML), rel)
+		if err := app.copy(path.Join(PluginsDir, filepath.ToSlash(rel)), w, 0o644); err != nil {
+			return nil, fmt.Errorf("%w (make plugins builds it)", err)
 		}
 		wasm, err := os.ReadFile(w)
 		if err != nil {
@@ -139,6 +145,39 @@ func Build(ctx context.Context, o Options) (v1.Image, error) {
 		},
 	}
 	return mutate.ConfigFile(img, cf)
+}
+
+// pluginFiles lists the files plugins.yaml loads (native: plugins are in
+// the binary), relative to it; they must stay inside its folder, where
+// the image puts them beside it.
+func pluginFiles(yamlPath string) ([]string, error) {
+	b, err := os.ReadFile(yamlPath)
+	if err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
+	var doc struct {
+		Plugins []struct {
+			Path string `json:"path"`
+		} `json:"plugins"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("image: %s: %w", yamlPath, err)
+	}
+	var rels []string
+	for _, p := range doc.Plugins {
+		if strings.HasPrefix(p.Path, "native:") {
+			continue
+		}
+		rel := filepath.Clean(p.Path)
+		if filepath.IsAbs(rel) || strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("image: plugin path %q leaves plugins.yaml's folder", p.Path)
+		}
+		rels = append(rels, rel)
+	}
+	if len(rels) == 0 {
+		return nil, fmt.Errorf("image: %s loads no plugin file", yamlPath)
+	}
+	return rels, nil
 }
 
 // Write saves img as a tarball tagged ref (docker load -i FILE).

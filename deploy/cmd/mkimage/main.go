@@ -14,30 +14,20 @@ import (
 	"github.com/mindrouter/mindrouter/deploy/image"
 )
 
-type list []string
-
-func (l *list) String() string     { return fmt.Sprint([]string(*l)) }
-func (l *list) Set(v string) error { *l = append(*l, v); return nil }
-
 func main() {
-	var wasm list
 	bin := flag.String("bin", "bin/mindrouter", "static linux/amd64 gateway binary")
 	cfg := flag.String("config", "deploy/container/mindrouter.yaml", "container config")
-	plugins := flag.String("plugins", "plugins.yaml", "plugins.yaml (paths relative to /opt/mindrouter)")
+	plugins := flag.String("plugins", "plugins.yaml", "plugins.yaml; the files it loads go in too")
 	out := flag.String("o", "bin/mindrouter-image.tar", "output tarball")
 	tag := flag.String("tag", "mindrouter:dev", "image reference")
 	version := flag.String("version", "dev", "version label")
 	ca := flag.String("ca", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to include (empty: none)")
-	flag.Var(&wasm, "wasm", "plugin file (repeatable; default plugins/bundle.wasm)")
 	flag.Parse()
-	if len(wasm) == 0 {
-		wasm = list{"plugins/bundle.wasm"}
-	}
 	if _, err := os.Stat(*ca); *ca != "" && err != nil {
 		*ca = ""
 	}
 	img, err := image.Build(context.Background(), image.Options{Binary: *bin, Config: *cfg, PluginsYAML: *plugins,
-		Wasm: wasm, CACerts: *ca, Version: *version, Created: time.Now().UTC().Truncate(time.Second)})
+		CACerts: *ca, Version: *version, Created: time.Now().UTC().Truncate(time.Second)})
 	if err == nil {
 		err = image.Write(*out, *tag, img)
 	}
