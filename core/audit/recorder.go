@@ -350,7 +350,7 @@ func fillEvent(e *Event, o *outcome.Outcome, replica string) {
 	e.Backend, e.Node, e.GPUs, e.Attempts = o.Backend, o.Node, o.GPUs, uint8(min(max(o.Attempts, 0), math.MaxUint8))
 	e.EnergyJ = o.EnergyJ
 	e.Status, e.ErrorCode, e.Error = uint16(min(max(o.Status, 0), math.MaxUint16)), o.ErrorCode, o.Error
-	e.FinishReason, e.ClientGone = o.FinishReason, o.ClientGone
+	e.FinishReason, e.ClientGone, e.State = o.FinishReason, o.ClientGone, RowFinished
 	e.PromptTokens, e.CompletionTokens = u32(int64(o.Usage.Prompt)), u32(int64(o.Usage.Completion))
 	e.ReasoningTokens, e.CachedTokens = u32(int64(o.Usage.Reasoning)), u32(int64(o.Usage.Cached))
 	e.TokensEstimated = !o.Usage.Reported
