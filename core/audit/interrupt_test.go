@@ -212,3 +212,40 @@ func TestCollapse(t *testing.T) {
 		}
 	}
 }
+
+// The analysts' views count unfinished rows apart: a started or
+// interrupted request is not completed, and stays out of the latency
+// figures; a request's started row, replaced by its finished one, is
+// counted once.
+func TestViews_UnfinishedRows(t *testing.T) {
+	at := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	ev := func(id, state string, status uint16) Event {
+		return Event{RequestID: id, Time: at, Replica: "gw", User: "alice", Group: "staff", Model: "m", Backend: "b",
+			Status: status, State: state, TotalUs: 1000, PromptTokens: 10}
+	}
+	conn, db := clickhouseWith(t, []Event{ev("done", RowStarted, 0)})
+	insertClickHouse(t, conn, db, []Event{ev("done", RowFinished, 200), ev("open", RowStarted, 0), ev("cut", RowInterrupted, 0)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ApplyViews(ctx, conn, db); err != nil {
+		t.Fatal(err)
+	}
+	var requests, completed, failed, inFlight, interrupted, latency, errs uint64
+	if err := conn.QueryRow(ctx, "SELECT requests, completed, failed, in_flight, interrupted FROM "+db+".usage_daily").
+		Scan(&requests, &completed, &failed, &inFlight, &interrupted); err != nil {
+		t.Fatal(err)
+	}
+	if requests != 3 || completed != 1 || failed != 1 || inFlight != 1 || interrupted != 1 {
+		t.Errorf("usage_daily: requests %d completed %d failed %d in_flight %d interrupted %d, want 3 1 1 1 1",
+			requests, completed, failed, inFlight, interrupted)
+	}
+	if err := conn.QueryRow(ctx, "SELECT requests FROM "+db+".latency_daily").Scan(&latency); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT errors FROM "+db+".errors_daily").Scan(&errs); err != nil {
+		t.Fatal(err)
+	}
+	if latency != 1 || errs != 1 {
+		t.Errorf("latency_daily requests %d, errors_daily errors %d; want 1 and 1", latency, errs)
+	}
+}
