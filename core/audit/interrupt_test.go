@@ -248,4 +248,8 @@ func TestViews_UnfinishedRows(t *testing.T) {
 	if latency != 1 || errs != 1 {
 		t.Errorf("latency_daily requests %d, errors_daily errors %d; want 1 and 1", latency, errs)
 	}
+	got := query(t, conn, namedQueries(t)["unfinished"])
+	if len(got) != 2 || got[0]["state"] != RowInterrupted || got[1]["state"] != RowStarted {
+		t.Errorf("queries.sql unfinished: %v, want an interrupted and a started row", got)
+	}
 }
