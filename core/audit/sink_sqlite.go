@@ -53,7 +53,7 @@ func OpenEmbedded(path string) (*sql.DB, error) {
 	// it is a bound, taken only as used (BenchmarkSQLiteSinkIDs).
 	db, err := sql.Open("sqlite", "file:"+path+
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-			"&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32768)&_txlock=immediate")
+		"&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}

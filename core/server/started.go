@@ -31,11 +31,15 @@ func (ex *exchange) noteStarted() {
 	}
 	o := &ex.out
 	ex.fillKnown()
-	o.Duration = time.Since(ex.start)
+	// The admission stage's time is recorded when the stage returns, so
+	// the started row has no queue time yet; its fairness delay, a part
+	// of that time, waits for the finished row too (the decision has it).
+	fair := o.FairnessDelay
+	o.Duration, o.FairnessDelay = time.Since(ex.start), 0
 	for _, st := range ex.s.starters {
 		st.Started(o)
 	}
-	o.Duration = 0
+	o.Duration, o.FairnessDelay = 0, fair
 }
 
 // maxPanicText bounds the panic value recorded in the outcome's error.
