@@ -126,12 +126,12 @@ func (c *call) auditQuery() (audit.Query, error) {
 	}
 	if s := c.req.Query.Get("status"); s != "" {
 		switch s = strings.ToLower(s); s {
-		case audit.StateCompleted, audit.StateFailed:
+		case audit.StateCompleted, audit.StateFailed, audit.RowStarted, audit.RowInterrupted, audit.RowPanic:
 			q.State = s
 		default:
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 100 || n > 999 {
-				return q, badRequest("query parameter status: must be an HTTP status (100-999), completed or failed")
+				return q, badRequest("query parameter status: must be an HTTP status (100-999), completed, failed, started, interrupted or panic")
 			}
 			q.Status = n
 		}
@@ -189,7 +189,7 @@ type auditRow struct {
 	Kind             string    `json:"kind"`
 	Model            string    `json:"model"`
 	Stream           bool      `json:"is_streaming"`
-	Status           string    `json:"status"` // completed or failed
+	Status           string    `json:"status"` // completed, failed, started, interrupted or panic
 	StatusCode       uint16    `json:"status_code"`
 	ErrorCode        string    `json:"error_code"`
 	Error            string    `json:"error_message"`
@@ -244,8 +244,13 @@ type auditEvent struct {
 }
 
 func viewAuditRow(e *audit.Event) auditRow {
+	// A row the gateway never finished says so: started (in flight, or
+	// its gateway has not restarted since), interrupted, panic.
 	state := audit.StateCompleted
-	if e.Status >= 400 {
+	switch {
+	case e.State != "" && e.State != audit.RowFinished:
+		state = e.State
+	case e.Status >= 400:
 		state = audit.StateFailed
 	}
 	return auditRow{

@@ -59,7 +59,7 @@ func eventValues(v audit.Event, sqlite bool) []any {
 		v.UserID, v.User, v.Group, v.KeyID, v.ClientIP, v.UserAgent,
 		v.Dialect, v.Route, v.Kind, v.Model, b(v.Stream),
 		v.Backend, v.Node, v.GPUs, v.Attempts,
-		v.Status, v.ErrorCode, v.Error, v.FinishReason, b(v.ClientGone),
+		v.Status, v.ErrorCode, v.Error, v.FinishReason, b(v.ClientGone), state(v),
 		v.PromptTokens, v.CompletionTokens, v.ReasoningTokens, v.CachedTokens, b(v.TokensEstimated),
 		v.TotalUs, v.AuthUs, v.LimitUs, v.ReadUs, v.CheckUs, v.DecodeUs,
 		v.QueueUs, v.EncodeUs, v.BackendUs, v.RespondUs, v.TTFTUs, v.FairnessDelayUs, v.StreamPluginUs,
@@ -69,6 +69,14 @@ func eventValues(v audit.Event, sqlite bool) []any {
 
 // auditSample: alice's three requests on 10 and 11 March (one mentions
 // "Secret Sauce"), bob's failed one on 12 March.
+// state is v's row state as stored: finished when unset.
+func state(v audit.Event) string {
+	if v.State == "" {
+		return audit.RowFinished
+	}
+	return v.State
+}
+
 func auditSample() []audit.Event {
 	day := time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)
 	ev := func(id string, at time.Time, user string, uid int64, model string, status uint16) audit.Event {
@@ -119,6 +127,41 @@ func ids(a searchAnswer) string {
 }
 
 func TestAuditSearch(t *testing.T) { auditSearchCases(t, auditEnv(t, auditSample())) }
+
+// Rows the gateway never finished say so, and the status filter selects
+// them: in flight (started), interrupted (its gateway was killed), panic.
+func TestAuditSearchUnfinished(t *testing.T) {
+	evs := auditSample()[:1] // req-a1, finished
+	for _, v := range []struct{ id, state string }{{"req-s", audit.RowStarted}, {"req-i", audit.RowInterrupted}, {"req-p", audit.RowPanic}} {
+		ev := auditSample()[0]
+		ev.RequestID, ev.State, ev.Time = v.id, v.state, ev.Time.Add(time.Minute)
+		if v.state == audit.RowPanic {
+			ev.Status = 500
+		} else {
+			ev.Status = 0
+		}
+		evs = append(evs, ev)
+	}
+	e := auditEnv(t, evs)
+	for _, tc := range []struct{ params, want string }{
+		{"status=completed", "req-a1"},
+		{"status=failed", "req-p,req-i"}, // status 500 or interrupted; in flight is neither (same time: id order, descending)
+		{"status=started", "req-s"},
+		{"status=interrupted", "req-i"},
+		{"status=panic", "req-p"},
+	} {
+		params, _ := url.ParseQuery(tc.params)
+		if got := ids(e.search(e.adminKey, params)); got != tc.want {
+			t.Errorf("search %q: %q, want %q", tc.params, got, tc.want)
+		}
+	}
+	for _, r := range e.search(e.adminKey, url.Values{}).Results {
+		want := map[string]string{"req-a1": "completed", "req-s": "started", "req-i": "interrupted", "req-p": "panic"}[r["request_id"].(string)]
+		if r["status"] != want {
+			t.Errorf("%s: status %v, want %s", r["request_id"], r["status"], want)
+		}
+	}
+}
 
 func auditSearchCases(t *testing.T, e *env) {
 	for _, tc := range []struct {

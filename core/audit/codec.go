@@ -11,21 +11,38 @@ import (
 // by a later format is refused rather than misread. Earlier releases
 // wrote codecVersion (no blobs) and codecBlobs (version 1's fields, then
 // the blobs: count, then hash, media type and bytes of each as strings);
-// this one writes codecTimings: version 1's fields, the fairness delay
-// and stream plugin time, then the blob count (0 when none) and blobs.
-// All three are read, so a spool left by an earlier release replays.
+// and codecTimings (version 1's fields, the fairness delay and stream
+// plugin time, then the blob count, 0 when none, and blobs); this one
+// writes codecState: codecTimings' fields, then the row state as a byte
+// (stateCodes) and, for an interruption marker, Until (varint Unix
+// microseconds). All four are read, so a spool left by an earlier
+// release replays (its events are finished rows).
 const (
 	codecVersion = 1
 	codecBlobs   = 2
 	codecTimings = 3
+	codecState   = 4
 )
+
+// stateCodes are the row states' bytes in codecState; 0, finished, is
+// also what an earlier format means.
+var stateCodes = [...]string{RowFinished, RowStarted, RowInterrupted, RowPanic, RowInterruptMark}
+
+func stateCode(s string) byte {
+	for i, v := range stateCodes {
+		if v == s {
+			return byte(i)
+		}
+	}
+	return 0
+}
 
 // appendEvent appends e's binary form to b: the version, then every
 // field in Event order (strings as uvarint length and bytes, integers as
 // uvarints, time as varint Unix microseconds, bools as a byte, the float
 // as 8 bytes).
 func appendEvent(b []byte, e *Event) []byte {
-	b = append(b, codecTimings)
+	b = append(b, codecState)
 	b = appendStr(b, e.RequestID)
 	b = binary.AppendVarint(b, e.Time.UnixMicro())
 	b = appendStr(b, e.Replica)
@@ -66,6 +83,11 @@ func appendEvent(b []byte, e *Event) []byte {
 		b = appendStr(b, e.Blobs[i].MediaType)
 		b = appendStr(b, e.Blobs[i].Data)
 	}
+	c := stateCode(e.State)
+	b = append(b, c)
+	if stateCodes[c] == RowInterruptMark {
+		b = binary.AppendVarint(b, e.Until.UnixMicro())
+	}
 	return b
 }
 
@@ -93,7 +115,7 @@ type decoder struct {
 
 // decodeEvent fills e from p (one record's payload).
 func decodeEvent(p []byte, e *Event) error {
-	if len(p) == 0 || p[0] < codecVersion || p[0] > codecTimings {
+	if len(p) == 0 || p[0] < codecVersion || p[0] > codecState {
 		return errCorrupt
 	}
 	d := decoder{s: string(p), off: 1}
@@ -127,13 +149,14 @@ func decodeEvent(p []byte, e *Event) error {
 	d.off += 8
 	e.EnergyJ = math.Float64frombits(u)
 	e.FairnessDelayUs, e.StreamPluginUs, e.Blobs = 0, 0, nil
+	e.State, e.Until = RowFinished, time.Time{}
 	var n uint64
 	switch p[0] {
 	case codecBlobs:
 		if n = d.uvarint(); n == 0 {
 			return errCorrupt
 		}
-	case codecTimings:
+	case codecTimings, codecState:
 		e.FairnessDelayUs, e.StreamPluginUs = d.u32(), d.u32()
 		n = d.uvarint()
 	}
@@ -144,6 +167,16 @@ func decodeEvent(p []byte, e *Event) error {
 		e.Blobs = make([]Blob, n)
 		for i := range e.Blobs {
 			e.Blobs[i] = Blob{SHA256: d.str(), MediaType: d.str(), Data: d.str()}
+		}
+	}
+	if p[0] >= codecState {
+		c := d.byte()
+		if int(c) >= len(stateCodes) {
+			return errCorrupt
+		}
+		e.State = stateCodes[c]
+		if e.State == RowInterruptMark {
+			e.Until = time.UnixMicro(d.varint()).UTC()
 		}
 	}
 	if d.err != nil || d.off != len(d.s) {

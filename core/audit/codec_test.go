@@ -74,28 +74,47 @@ func TestSpoolFromEarlierRelease(t *testing.T) {
 	}
 }
 
-// A format 3 record with bad blob count or timings is refused.
-func TestCodecTimingsCorrupt(t *testing.T) {
+// A format 4 record with a bad state, or trailing bytes, is refused; a
+// format 3 record (no state) reads as finished; a marker keeps its Until.
+func TestCodecStateCorrupt(t *testing.T) {
 	var e Event
 	fillEvent(&e, testOutcome(1), "gw")
+	e.State = RowStarted
 	b := appendEvent(nil, &e)
-	if b[0] != codecTimings {
-		t.Fatalf("format %d, want %d", b[0], codecTimings)
+	if b[0] != codecState {
+		t.Fatalf("format %d, want %d", b[0], codecState)
 	}
 	var got Event
+	if err := decodeEvent(b, &got); err != nil || got.State != RowStarted {
+		t.Fatalf("decoded %q, %v; want %q", got.State, err, RowStarted)
+	}
 	if err := decodeEvent(append(b[:len(b):len(b)], 0), &got); err == nil {
 		t.Error("a record with a trailing byte decoded")
 	}
 	bad := append([]byte{}, b...)
-	bad[len(bad)-1] = 5 // five blobs, none there
+	bad[len(bad)-1] = byte(len(stateCodes)) // no such state
 	if err := decodeEvent(bad, &got); err == nil {
+		t.Error("a record with an unknown state decoded")
+	}
+	v3 := append([]byte{codecTimings}, b[1:len(b)-1]...) // format 3: no state byte
+	if err := decodeEvent(v3, &got); err != nil || got.State != RowFinished {
+		t.Errorf("format 3 decoded as %q, %v; want %q", got.State, err, RowFinished)
+	}
+	v3[len(v3)-1] = 5 // five blobs, none there
+	if err := decodeEvent(v3, &got); err == nil {
 		t.Error("a record claiming absent blobs decoded")
 	}
-	bad[0] = codecTimings + 1
+	bad[0] = codecState + 1
 	if err := decodeEvent(b[:0], &got); err == nil {
 		t.Error("an empty record decoded")
 	}
 	if err := decodeEvent(bad, &got); err == nil {
 		t.Error("a record of a later format decoded")
+	}
+	mark := Event{State: RowInterruptMark, Replica: "gw-old", Time: time.UnixMicro(1_700_000_000_000_000).UTC(),
+		Until: time.UnixMicro(1_700_000_100_000_001).UTC()}
+	if err := decodeEvent(appendEvent(nil, &mark), &got); err != nil || got.State != RowInterruptMark ||
+		!got.Until.Equal(mark.Until) || got.Replica != "gw-old" || !got.Time.Equal(mark.Time) {
+		t.Errorf("marker decoded as %+v, %v", got, err)
 	}
 }

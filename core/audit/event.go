@@ -42,6 +42,10 @@ type Event struct {
 	Error        string
 	FinishReason string
 	ClientGone   bool
+	// State is how far the request got (RowStarted … RowPanic): a row is
+	// written at admission and completed when the request finishes, so a
+	// request the gateway never finished still has one.
+	State string
 
 	PromptTokens     uint32
 	CompletionTokens uint32
@@ -90,6 +94,36 @@ type Event struct {
 	// table, not to a column of requests. Filled by the recorder off the
 	// request path; nil when none.
 	Blobs []Blob
+
+	// Until is set only on an interruption marker (RowInterruptMark):
+	// the marker stands for every row its Replica left RowStarted with a
+	// time before Until, which the sink turns into RowInterrupted.
+	Until time.Time
+}
+
+// The values of Event.State and of the state column.
+const (
+	// RowStarted: admitted, not finished yet (in flight), or its gateway
+	// stopped and has not restarted on its spool since.
+	RowStarted = "started"
+	// RowFinished: the request ended and its row is complete (any status).
+	RowFinished = "finished"
+	// RowInterrupted: admitted, but its gateway stopped (killed, crashed)
+	// before it finished; the row holds what was known at admission.
+	RowInterrupted = "interrupted"
+	// RowPanic: the handler panicked; the client got a 500.
+	RowPanic = "panic"
+	// RowInterruptMark is not a row: a spooled marker a restarted
+	// gateway writes for the previous process on its spool (Until).
+	RowInterruptMark = "interrupt-mark"
+)
+
+// rowState is e's state as stored: RowFinished when unset.
+func rowState(e *Event) string {
+	if e.State == "" {
+		return RowFinished
+	}
+	return e.State
 }
 
 // Columns are the ClickHouse columns of Event, in field order: inserts
@@ -99,7 +133,7 @@ var Columns = []string{
 	"user_id", "user", "group", "key_id", "client_ip", "user_agent",
 	"dialect", "route", "kind", "model", "stream",
 	"backend", "node", "gpus", "attempts",
-	"status", "error_code", "error", "finish_reason", "client_gone",
+	"status", "error_code", "error", "finish_reason", "client_gone", "state",
 	"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "tokens_estimated",
 	"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us",
 	"fairness_delay_us", "stream_plugin_us",

@@ -502,7 +502,8 @@ func TestExampleQueriesAnswer(t *testing.T) {
 	for name := range qs {
 		switch name {
 		case "group_limits_table", "usage_per_user", "usage_per_model_day", "group_budget", "latency_per_backend_model",
-			"gateway_overhead", "fairness", "error_rates", "top_users", "energy_per_user", "one_request":
+			"gateway_overhead", "fairness", "error_rates", "top_users", "energy_per_user", "one_request",
+			"unfinished": // TestViews_UnfinishedRows
 		default:
 			t.Errorf("queries.sql has %s, which this test does not check", name)
 		}

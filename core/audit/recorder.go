@@ -187,6 +187,12 @@ func New(o Options) (*Recorder, error) {
 	}
 	r.sp = sp
 	r.group = min(commitGroup, o.MaxQueue)
+	marks, err := r.markInterrupted(time.Now())
+	if err != nil {
+		sp.close()
+		return nil, err
+	}
+	pending += marks
 	r.pending.Store(pending)
 	if pending > 0 {
 		r.stamps = append(r.stamps, stamp{end: sp.durable.Load(), at: time.Now().UnixNano()})
@@ -226,18 +232,40 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 	if len(o.Decision) > 0 {
 		decision = string(o.Decision)
 	}
+	state := RowFinished
+	if o.Panicked {
+		state = RowPanic
+	}
+	if !r.enqueue(o, state, req, resp, cut, decision) {
+		r.rawQueued.Add(-r.rawLen(req, resp))
+	}
+}
+
+// Started implements outcome.Starter: the request's row, without content
+// or response, goes to the spool at admission, so that a request the
+// gateway never finishes is recorded (RowStarted, which the next start on
+// this spool turns into RowInterrupted); Observe's event completes it.
+func (r *Recorder) Started(o *outcome.Outcome) {
+	var decision string
+	if len(o.Decision) > 0 {
+		decision = string(o.Decision)
+	}
+	r.enqueue(o, RowStarted, "", "", false, decision)
+}
+
+// enqueue queues o's event; false when it was dropped.
+func (r *Recorder) enqueue(o *outcome.Outcome, state, req, resp string, cut bool, decision string) bool {
 	r.mu.Lock()
 	if r.closed || len(r.queue) >= r.o.MaxQueue || r.full.Load() {
 		r.mu.Unlock()
-		r.rawQueued.Add(-r.rawLen(req, resp))
 		r.drop()
-		return
+		return false
 	}
 	r.queue = append(r.queue, Event{})
 	n := len(r.queue)
 	e := &r.queue[n-1]
 	fillEvent(e, o, r.o.Replica)
-	e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision = req, resp, cut, decision
+	e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, e.State = req, resp, cut, decision, state
 	r.pending.Add(1)
 	r.mu.Unlock()
 	// The spool goroutine takes the whole queue each time, so it needs a
@@ -250,6 +278,7 @@ func (r *Recorder) Observe(o *outcome.Outcome) {
 		default:
 		}
 	}
+	return true
 }
 
 // keep copies a body for the event: up to MaxContentBytes or, when it is
@@ -321,7 +350,7 @@ func fillEvent(e *Event, o *outcome.Outcome, replica string) {
 	e.Backend, e.Node, e.GPUs, e.Attempts = o.Backend, o.Node, o.GPUs, uint8(min(max(o.Attempts, 0), math.MaxUint8))
 	e.EnergyJ = o.EnergyJ
 	e.Status, e.ErrorCode, e.Error = uint16(min(max(o.Status, 0), math.MaxUint16)), o.ErrorCode, o.Error
-	e.FinishReason, e.ClientGone = o.FinishReason, o.ClientGone
+	e.FinishReason, e.ClientGone, e.State = o.FinishReason, o.ClientGone, RowFinished
 	e.PromptTokens, e.CompletionTokens = u32(int64(o.Usage.Prompt)), u32(int64(o.Usage.Completion))
 	e.ReasoningTokens, e.CachedTokens = u32(int64(o.Usage.Reasoning)), u32(int64(o.Usage.Cached))
 	e.TokensEstimated = !o.Usage.Reported
@@ -659,6 +688,8 @@ func (r *Recorder) writeBatch(ctx context.Context, evs []Event, start, end int64
 		r.log.Error("audit: spool cursor", "err", err)
 		return false
 	}
+	n := len(evs)
+	evs = collapse(evs)
 	backoff := 100 * time.Millisecond
 	for failures := 0; ; failures++ {
 		err := r.sink.write(ctx, evs, maybeSent)
@@ -684,8 +715,8 @@ func (r *Recorder) writeBatch(ctx context.Context, evs []Event, start, end int64
 		return false
 	}
 	r.stampAcked(end)
-	r.written.Add(uint64(len(evs)))
-	r.pending.Add(-int64(len(evs)))
+	r.written.Add(uint64(n))
+	r.pending.Add(-int64(n))
 	if r.full.Load() && r.sp.bytes() < r.o.MaxSpoolBytes*9/10 {
 		r.full.Store(false)
 		r.log.Info("audit: the spool has room again; accepting events", "spool_bytes", r.sp.bytes())

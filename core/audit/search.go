@@ -23,8 +23,10 @@ type Query struct {
 	UserID int64  // user id, exact (the reference's user_id)
 	Model  string // model as the client named it, exact
 	Status int    // HTTP status, exact
-	// State is "completed" (status below 400) or "failed" (400 and up),
-	// the reference's two final states.
+	// State is "completed" (finished, status below 400) or "failed"
+	// (status 400 and up, or interrupted), the reference's two final
+	// states; or one row state exactly: RowStarted (in flight, or its
+	// gateway has not restarted since), RowInterrupted, RowPanic.
 	State string
 	// From is inclusive, To exclusive.
 	From, To time.Time
@@ -43,9 +45,9 @@ func (q Query) Validate() error {
 	case q.Limit < 0 || q.Limit > MaxLimit:
 		return fmt.Errorf("limit must be between 1 and %d", MaxLimit)
 	case q.Status < 0 || q.Status > 999:
-		return fmt.Errorf("status must be an HTTP status (100-999), completed or failed")
-	case q.State != "" && q.State != StateCompleted && q.State != StateFailed:
-		return fmt.Errorf("status must be an HTTP status (100-999), completed or failed")
+		return fmt.Errorf("status must be an HTTP status (100-999), completed, failed, started, interrupted or panic")
+	case q.State != "" && !ValidState(q.State):
+		return fmt.Errorf("status must be an HTTP status (100-999), completed, failed, started, interrupted or panic")
 	case q.UserID < 0:
 		return fmt.Errorf("user_id must be a positive integer")
 	case !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To):
@@ -59,6 +61,15 @@ const (
 	StateCompleted = "completed"
 	StateFailed    = "failed"
 )
+
+// ValidState reports whether s is a value Query.State takes.
+func ValidState(s string) bool {
+	switch s {
+	case StateCompleted, StateFailed, RowStarted, RowInterrupted, RowPanic:
+		return true
+	}
+	return false
+}
 
 func (q Query) limit() int {
 	if q.Limit == 0 {
@@ -150,6 +161,8 @@ func field(e *Event, col string) any {
 		return &e.FinishReason
 	case "client_gone":
 		return &e.ClientGone
+	case "state":
+		return &e.State
 	case "prompt_tokens":
 		return &e.PromptTokens
 	case "completion_tokens":

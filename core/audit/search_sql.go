@@ -40,9 +40,11 @@ func (d dialect) where(q Query) (string, []any) {
 	}
 	switch q.State {
 	case StateCompleted:
-		conds = append(conds, d.quote("status")+" < 400")
+		conds = append(conds, "("+d.quote("state")+" = 'finished' AND "+d.quote("status")+" < 400)")
 	case StateFailed:
-		conds = append(conds, d.quote("status")+" >= 400")
+		conds = append(conds, "("+d.quote("status")+" >= 400 OR "+d.quote("state")+" IN ('interrupted', 'panic'))")
+	case RowStarted, RowInterrupted, RowPanic:
+		eq("state", q.State)
 	}
 	if !q.From.IsZero() {
 		conds = append(conds, d.quote("time")+" >= "+d.timeParam)

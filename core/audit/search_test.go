@@ -49,6 +49,7 @@ func genEvents(n int, seed uint64) []Event {
 			GPUs:      "0,1",
 			Attempts:  1,
 			Status:    st,
+			State:     RowFinished,
 		}
 		if st >= 400 {
 			e.ErrorCode = "upstream_error"

@@ -24,6 +24,7 @@ type chSink struct {
 	conn     driver.Conn
 	db       string
 	insert   string
+	colList  string // the quoted column list
 	migrated bool
 	cols     chColumns
 }
@@ -76,28 +77,62 @@ func newCHSink(o *CHOptions) (*chSink, error) {
 	for i, c := range Columns {
 		quoted[i] = "`" + c + "`"
 	}
-	return &chSink{conn: conn, db: db,
-		insert: "INSERT INTO " + db + ".requests (" + strings.Join(quoted, ", ") + ")"}, nil
+	cols := strings.Join(quoted, ", ")
+	return &chSink{conn: conn, db: db, colList: cols, insert: "INSERT INTO " + db + ".requests (" + cols + ")"}, nil
 }
 
+// write stores evs in order: rows with one insert per run between
+// interruption markers, each marker applied after the rows before it.
 func (s *chSink) write(ctx context.Context, evs []Event, maybeSent bool) error {
 	if !s.migrated {
 		if err := MigrateClickHouse(ctx, s.conn, s.db); err != nil {
 			return err
 		}
+		// A migration may have dropped views to have them re-created
+		// (0005): when ClickHouse was down at the gateway's start, this
+		// is the first chance. Not a reason to hold the rows back.
+		_ = ApplyViews(ctx, s.conn, s.db)
 		s.migrated = true
 	}
+	for len(evs) > 0 {
+		n := 0
+		for n < len(evs) && evs[n].State != RowInterruptMark {
+			n++
+		}
+		if n > 0 {
+			if err := s.writeRows(ctx, evs[:n], maybeSent); err != nil {
+				return err
+			}
+		}
+		if n < len(evs) {
+			if err := s.interrupt(ctx, &evs[n]); err != nil {
+				return err
+			}
+			n++
+		}
+		evs = evs[n:]
+	}
+	return nil
+}
+
+// writeRows inserts evs (no markers), skipping, when maybeSent, the
+// events already stored: a row of the same request in the same state, or
+// for a started event any row of its request (a started row inserted
+// after the finished one would replace it).
+func (s *chSink) writeRows(ctx context.Context, evs []Event, maybeSent bool) error {
 	if maybeSent {
 		stored, err := s.stored(ctx, evs)
 		if err != nil {
 			return err
 		}
 		if len(stored) > 0 {
-			kept := make([]Event, 0, len(evs)-len(stored))
+			kept := make([]Event, 0, len(evs))
 			for i := range evs {
-				if _, ok := stored[evs[i].RequestID]; !ok {
-					kept = append(kept, evs[i])
+				states, ok := stored[evs[i].RequestID]
+				if ok && (evs[i].State == RowStarted || strings.Contains(states, "|"+rowState(&evs[i])+"|")) {
+					continue
 				}
+				kept = append(kept, evs[i])
 			}
 			evs = kept
 		}
@@ -197,19 +232,49 @@ func (s *chSink) writeBlobs(ctx context.Context, evs []Event) error {
 	return nil
 }
 
-// stored returns which of evs' request ids the table already holds,
-// looking only in their time range (partition pruning), a few thousand
-// ids per query to stay under max_query_size.
-func (s *chSink) stored(ctx context.Context, evs []Event) (map[string]struct{}, error) {
+// interrupt applies an interruption marker: every request of its replica
+// in its time range whose only rows are started gets an interrupted row,
+// inserted after them (so FINAL keeps it). Applied again it finds no such
+// request: idempotent, as a replayed marker needs.
+func (s *chSink) interrupt(ctx context.Context, m *Event) error {
+	sel := make([]string, len(Columns))
+	for i, c := range Columns {
+		switch c {
+		case "state":
+			sel[i] = "'" + RowInterrupted + "'"
+		case "error_code":
+			sel[i] = "'interrupted'"
+		case "error":
+			sel[i] = "'the gateway stopped before the request finished'"
+		default:
+			sel[i] = "`" + c + "`"
+		}
+	}
+	rng := fmt.Sprintf("replica = %s AND time >= toDateTime(%d) AND time < toDateTime(%d)",
+		chString(m.Replica), chTime(m.Time).Unix(), chTime(m.Until).Unix()+1)
+	q := "INSERT INTO " + s.db + ".requests (" + s.colList + ") SELECT " + strings.Join(sel, ", ") +
+		" FROM " + s.db + ".requests WHERE " + rng + " AND state = 'started' AND request_id IN (SELECT request_id FROM " +
+		s.db + ".requests WHERE " + rng + " GROUP BY request_id HAVING countIf(state != 'started') = 0) LIMIT 1 BY request_id"
+	if err := s.conn.Exec(ctx, q); err != nil {
+		return fmt.Errorf("audit: clickhouse mark %s's unfinished requests interrupted: %w", m.Replica, err)
+	}
+	return nil
+}
+
+// stored returns which of evs' request ids the table already holds, each
+// with its rows' states ("|started|finished|"), looking only in their
+// time range (partition pruning), a few thousand ids per query to stay
+// under max_query_size.
+func (s *chSink) stored(ctx context.Context, evs []Event) (map[string]string, error) {
 	lo, hi := chTime(evs[0].Time), chTime(evs[0].Time)
 	for i := range evs {
 		lo, hi = minTime(lo, chTime(evs[i].Time)), maxTime(hi, chTime(evs[i].Time))
 	}
-	out := map[string]struct{}{}
+	out := map[string]string{}
 	const chunk = 2000
 	for from := 0; from < len(evs); from += chunk {
 		var q strings.Builder
-		fmt.Fprintf(&q, "SELECT request_id FROM %s.requests WHERE time >= toDateTime(%d) AND time < toDateTime(%d) AND request_id IN (",
+		fmt.Fprintf(&q, "SELECT request_id, state FROM %s.requests WHERE time >= toDateTime(%d) AND time < toDateTime(%d) AND request_id IN (",
 			s.db, lo.Unix(), hi.Unix()+1)
 		for i, e := range evs[from:min(from+chunk, len(evs))] {
 			if i > 0 {
@@ -223,12 +288,15 @@ func (s *chSink) stored(ctx context.Context, evs []Event) (map[string]struct{}, 
 			return nil, fmt.Errorf("audit: clickhouse check for stored rows: %w", err)
 		}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var id, state string
+			if err := rows.Scan(&id, &state); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("audit: clickhouse check for stored rows: %w", err)
 			}
-			out[id] = struct{}{}
+			if out[id] == "" {
+				out[id] = "|"
+			}
+			out[id] += state + "|"
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -274,7 +342,7 @@ type chColumns struct {
 // The columns by type, in Columns order within each type.
 var (
 	strCols = [...]string{"request_id", "replica", "user", "group", "key_id", "client_ip", "user_agent", "dialect", "route",
-		"kind", "model", "backend", "node", "gpus", "error_code", "error", "finish_reason", "request_body", "response_body", "decision"}
+		"kind", "model", "backend", "node", "gpus", "error_code", "error", "finish_reason", "state", "request_body", "response_body", "decision"}
 	u8Cols  = [...]string{"stream", "attempts", "client_gone", "tokens_estimated", "content_truncated"}
 	u32Cols = [...]string{"prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
 		"total_us", "auth_us", "limit_us", "read_us", "check_us", "decode_us", "queue_us", "encode_us", "backend_us", "respond_us", "ttft_us",
@@ -296,7 +364,7 @@ func (c *chColumns) fill(evs []Event) {
 	for i := range evs {
 		e := &evs[i]
 		for j, s := range [...]string{e.RequestID, e.Replica, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent, e.Dialect, e.Route,
-			e.Kind, e.Model, e.Backend, e.Node, e.GPUs, e.ErrorCode, e.Error, e.FinishReason, e.RequestBody, e.ResponseBody, e.Decision} {
+			e.Kind, e.Model, e.Backend, e.Node, e.GPUs, e.ErrorCode, e.Error, e.FinishReason, rowState(e), e.RequestBody, e.ResponseBody, e.Decision} {
 			c.str[j] = append(c.str[j], s)
 		}
 		for j, v := range [...]uint8{b2u(e.Stream), e.Attempts, b2u(e.ClientGone), b2u(e.TokensEstimated), b2u(e.ContentTruncated)} {

@@ -21,6 +21,7 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS requests (
  dialect TEXT NOT NULL, route TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, stream INTEGER NOT NULL,
  backend TEXT NOT NULL, node TEXT NOT NULL, gpus TEXT NOT NULL, attempts INTEGER NOT NULL,
  status INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL, finish_reason TEXT NOT NULL, client_gone INTEGER NOT NULL,
+ state TEXT NOT NULL DEFAULT 'finished',
  prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, tokens_estimated INTEGER NOT NULL,
  total_us INTEGER NOT NULL, auth_us INTEGER NOT NULL, limit_us INTEGER NOT NULL, read_us INTEGER NOT NULL, check_us INTEGER NOT NULL, decode_us INTEGER NOT NULL, queue_us INTEGER NOT NULL, encode_us INTEGER NOT NULL, backend_us INTEGER NOT NULL, respond_us INTEGER NOT NULL, ttft_us INTEGER NOT NULL,
  fairness_delay_us INTEGER NOT NULL DEFAULT 0, stream_plugin_us INTEGER NOT NULL DEFAULT 0,
@@ -43,8 +44,16 @@ func OpenEmbedded(path string) (*sql.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("audit: create directory for %s: %w", path, err)
 	}
+	// temp_store(MEMORY): a multi-row insert with a conflict clause keeps
+	// a statement journal, which SQLite otherwise writes to a temporary
+	// file, page by page (16 % of the sink's CPU on a filled table, in
+	// syscalls). cache_size: a 10,000-row batch's dirty pages and the
+	// indexes' hot pages fit, so a transaction neither spills pages into
+	// the WAL before its commit nor re-reads index pages (another 35 %);
+	// it is a bound, taken only as used (BenchmarkSQLiteSinkIDs).
 	db, err := sql.Open("sqlite", "file:"+path+
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=temp_store(MEMORY)&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
@@ -60,11 +69,13 @@ func OpenEmbedded(path string) (*sql.DB, error) {
 }
 
 // sqliteAdded are the columns added to requests after its first release
-// (ClickHouse's schema/0003_timings.sql), with their definitions: a file
-// written by an earlier release gets them, its rows reading 0.
+// (ClickHouse's schema/0003_timings.sql and 0004_state.sql), with their
+// definitions: a file written by an earlier release gets them, its rows
+// reading 0 and finished.
 var sqliteAdded = [...][2]string{
 	{"fairness_delay_us", "INTEGER NOT NULL DEFAULT 0"},
 	{"stream_plugin_us", "INTEGER NOT NULL DEFAULT 0"},
+	{"state", "TEXT NOT NULL DEFAULT 'finished'"},
 }
 
 // migrateSQLite adds the columns of sqliteAdded that requests lacks
@@ -107,6 +118,7 @@ type sqliteSink struct {
 	db    *sql.DB
 	owned bool
 	cols  string                     // the quoted column list
+	set   string                     // the upsert's SET list: every column from excluded
 	stmts [len(sqliteRows)]*sql.Stmt // inserts of sqliteRows[i] rows, prepared once
 	args  []any
 }
@@ -121,11 +133,21 @@ var sqliteRows = [...]int{64, 16, 4, 1}
 
 func newSQLiteSink(db *sql.DB, owned bool) *sqliteSink {
 	quoted := make([]string, len(Columns))
+	set := make([]string, 0, len(Columns))
 	for i, c := range Columns {
 		quoted[i] = `"` + c + `"`
+		if c != "request_id" {
+			set = append(set, quoted[i]+" = excluded."+quoted[i])
+		}
 	}
-	return &sqliteSink{db: db, owned: owned, cols: strings.Join(quoted, ", ")}
+	return &sqliteSink{db: db, owned: owned, cols: strings.Join(quoted, ", "), set: strings.Join(set, ", ")}
 }
+
+// sqliteUpsert is the conflict clause of every insert: a request's row
+// is written at admission (RowStarted) and replaced by its finished one;
+// a replayed event changes nothing (a started row over any row, a
+// finished one over a finished one), so maybeSent needs no extra work.
+const sqliteUpsert = ` ON CONFLICT ("request_id") DO UPDATE SET %s WHERE requests."state" = 'started' AND excluded."state" <> 'started'`
 
 // stmt is the prepared insert of sqliteRows[i] rows.
 func (s *sqliteSink) stmt(ctx context.Context, i int) (*sql.Stmt, error) {
@@ -133,7 +155,8 @@ func (s *sqliteSink) stmt(ctx context.Context, i int) (*sql.Stmt, error) {
 		return st, nil
 	}
 	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
-	q := "INSERT OR IGNORE INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1)
+	q := "INSERT INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
+		fmt.Sprintf(sqliteUpsert, s.set)
 	st, err := s.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
@@ -142,8 +165,8 @@ func (s *sqliteSink) stmt(ctx context.Context, i int) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// write stores evs in one transaction; the primary key skips ids already
-// there, so maybeSent needs no extra work.
+// write stores evs in one transaction (sqliteUpsert makes a replay
+// harmless), applying each interruption marker after the rows before it.
 func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -153,6 +176,42 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 	if err := s.writeBlobs(ctx, tx, evs); err != nil {
 		return err
 	}
+	for len(evs) > 0 {
+		n := 0
+		for n < len(evs) && evs[n].State != RowInterruptMark {
+			n++
+		}
+		if err := s.insert(ctx, tx, evs[:n]); err != nil {
+			return err
+		}
+		if n < len(evs) {
+			if err := s.interrupt(ctx, tx, &evs[n]); err != nil {
+				return err
+			}
+			n++
+		}
+		evs = evs[n:]
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("audit: embedded sink: commit: %w", err)
+	}
+	return nil
+}
+
+// interrupt applies an interruption marker: the rows its replica left
+// started become interrupted.
+func (s *sqliteSink) interrupt(ctx context.Context, tx *sql.Tx, m *Event) error {
+	_, err := tx.ExecContext(ctx, `UPDATE requests SET "state" = 'interrupted', "error_code" = 'interrupted',
+ "error" = 'the gateway stopped before the request finished' WHERE "replica" = ? AND "state" = 'started' AND "time" >= ? AND "time" < ?`,
+		m.Replica, m.Time.UTC().Format(sqliteTimeLayout), m.Until.UTC().Format(sqliteTimeLayout))
+	if err != nil {
+		return fmt.Errorf("audit: embedded sink: mark %s's unfinished requests interrupted: %w", m.Replica, err)
+	}
+	return nil
+}
+
+// insert writes evs (no markers) with multi-row statements.
+func (s *sqliteSink) insert(ctx context.Context, tx *sql.Tx, evs []Event) error {
 	for k := 0; k < len(evs); {
 		i := 0
 		for sqliteRows[i] > len(evs)-k {
@@ -175,9 +234,6 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 		}
 		k += n
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("audit: embedded sink: commit: %w", err)
-	}
 	return nil
 }
 
@@ -187,7 +243,7 @@ func appendSQLiteRow(a []any, e *Event) []any {
 		e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent,
 		e.Dialect, e.Route, e.Kind, e.Model, e.Stream,
 		e.Backend, e.Node, e.GPUs, int64(e.Attempts),
-		int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone,
+		int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone, rowState(e),
 		int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated)
 	for _, v := range [...]uint32{e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs,
 		e.FairnessDelayUs, e.StreamPluginUs, e.Chunks} {

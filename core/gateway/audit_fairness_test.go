@@ -63,7 +63,7 @@ func TestAudit_FairnessDelay(t *testing.T) {
 			Results json.RawMessage `json:"results"`
 			Total   int             `json:"total"`
 		}
-		if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/audit/search?model="+ollamaModel+"&limit=100", nil, &res); st != 200 {
+		if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/audit/search?model="+ollamaModel+"&status=completed&limit=100", nil, &res); st != 200 {
 			t.Fatalf("search: %d", st)
 		}
 		if res.Total >= 13 {

@@ -100,6 +100,10 @@ type Outcome struct {
 	// EnergyJ estimates the GPU energy the request used, in joules, from
 	// the node sidecar's power reading (0: unknown).
 	EnergyJ float64
+
+	// Panicked: the handler panicked serving the request (the client got
+	// a 500); the Outcome holds what was filled in before the panic.
+	Panicked bool
 }
 
 // Reset clears o for reuse.
@@ -110,6 +114,17 @@ func (o *Outcome) Reset() { *o = Outcome{} }
 // block (queue slow work), and must not keep o after returning.
 type Observer interface {
 	Observe(o *Outcome)
+}
+
+// Starter is an Observer that is also told when a request is admitted
+// (it holds a backend slot), before the backend is called: the audit
+// records the request then, so that one the gateway never finishes (a
+// crash, a kill) still leaves a record. The Outcome holds what is known
+// at that point (no response, no usage; Duration so far). Started runs on
+// the request's goroutine, must not block and must not keep o.
+type Starter interface {
+	Observer
+	Started(o *Outcome)
 }
 
 // ObserverFunc adapts a function to Observer.

@@ -125,6 +125,26 @@ func (ex *exchange) observeBackend() {
 	}
 }
 
+// fillKnown fills the Outcome's client, placement and decision: what is
+// known once the request is admitted (finish and noteStarted).
+func (ex *exchange) fillKnown() {
+	o := &ex.out
+	if ex.ip.IsValid() {
+		o.ClientIP = ex.ip.String()
+	}
+	o.UserAgent = string(ex.ua)
+	o.UserID = ex.principal.UserID
+	if ex.backend != nil {
+		o.Node, o.GPUs = ex.backend.Placement()
+	}
+	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
+		ex.decW.Reset()
+		ex.decision.WriteJSON(&ex.decW)
+		o.Decision = ex.decW.B // the observers copy it
+		o.FairnessDelay = time.Duration(ex.decision.FairnessWait) * time.Microsecond
+	}
+}
+
 // energy estimates the GPU energy of a request: the power its backend's
 // GPUs drew at the last sidecar reading, over the time the backend worked
 // on it (until the response headers, or the whole stream), split evenly
@@ -147,20 +167,9 @@ func energy(b *backend.Backend, o *outcome.Outcome) float64 {
 // fillAudit completes the Outcome for the observers (finish).
 func (ex *exchange) fillAudit(ctx *fasthttp.RequestCtx) {
 	o := &ex.out
-	if ex.ip.IsValid() {
-		o.ClientIP = ex.ip.String()
-	}
-	o.UserAgent = string(ex.ua)
-	o.UserID = ex.principal.UserID
+	ex.fillKnown()
 	if ex.backend != nil {
-		o.Node, o.GPUs = ex.backend.Placement()
 		o.EnergyJ = energy(ex.backend, o)
-	}
-	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
-		ex.decW.Reset()
-		ex.decision.WriteJSON(&ex.decW)
-		o.Decision = ex.decW.B // the observers copy it
-		o.FairnessDelay = time.Duration(ex.decision.FairnessWait) * time.Microsecond
 	}
 	keep := ex.s.keep
 	// The admin API's bodies are never kept: a new key is in one.

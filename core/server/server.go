@@ -84,6 +84,7 @@ type Server struct {
 	admin     Admin
 	keeper    Keeper
 	observers []outcome.Observer
+	starters  []outcome.Starter // the observers told at admission too (started.go)
 	extraMet  []func(io.Writer)
 	met       *metrics
 	ready     atomic.Bool
@@ -158,6 +159,7 @@ func New(ctx context.Context, o Options) *Server {
 	s.proxies = parseProxies(o.Config.Audit.TrustedProxies)
 	s.recordDecisions = len(s.observers) > 0 && o.RecordDecisions
 	s.images = fetchguard.NewSharedBudget(o.Config.Images.MaxBufferedBytes)
+	s.starters = starters(s.observers)
 	var err error
 	if s.fetcher, err = newFetcher(o.Config.Images); err != nil { // validated with the config: not expected
 		s.log.Error("image fetching is off: the images config was refused", slog.String("error", err.Error()))
@@ -431,5 +433,9 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx, ex *exchange) {
 		defer func() { _ = recover() }() // already failing: do not fail twice
 		ex.releaseHeld()
 		s.met.observe(ex.route.r.Name, 500, 0)
+	}()
+	func() {
+		defer func() { _ = recover() }()
+		s.observePanic(ctx, ex, r) // the audit's row ends as a panic
 	}()
 }

@@ -492,6 +492,7 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.lease, ex.backend = l, l.Backend()
 	ex.out.Backend = ex.backend.Name
+	ex.noteStarted()
 	return nil
 }
 

@@ -6,8 +6,22 @@
 -- line, against generated events and checks the answers.
 --
 -- The requests table can hold a row twice until ClickHouse merges it
--- away (a batch retried after an unclear failure): read it with FINAL,
--- as the views do.
+-- away (a batch retried after an unclear failure), and holds two rows for
+-- a request that was admitted in one batch and finished in a later one
+-- (state started, then finished): read it with FINAL, as the views do,
+-- and FINAL shows the latest. Rows whose state is not finished were
+-- never completed: in flight (started), interrupted, panic.
+
+-- name: unfinished
+-- Requests of March 2026 the gateway never finished: admitted (the row
+-- written before the backend call), then the gateway was killed
+-- (interrupted), or the handler panicked; started rows are in flight or
+-- their gateway has not been restarted on its spool since.
+SELECT state, replica, count() AS requests, min(time) AS first, max(time) AS last
+FROM requests FINAL
+WHERE state != 'finished' AND time >= toDateTime('2026-03-01 00:00:00') AND time < toDateTime('2026-04-01 00:00:00')
+GROUP BY state, replica
+ORDER BY state, replica;
 
 -- name: usage_per_user
 -- Tokens and requests per user in March 2026, most tokens first.
@@ -71,7 +85,7 @@ SELECT
     quantiles(0.5, 0.95, 0.99)(total_us / 1000) AS total_ms,
     quantilesIf(0.5, 0.95)(ttft_us / 1000, stream = 1) AS ttft_ms
 FROM requests FINAL
-WHERE status < 400 AND time >= toDateTime('2026-03-01 00:00:00') AND time < toDateTime('2026-04-01 00:00:00')
+WHERE state = 'finished' AND status < 400 AND time >= toDateTime('2026-03-01 00:00:00') AND time < toDateTime('2026-04-01 00:00:00')
 GROUP BY backend, model
 ORDER BY backend, model;
 

@@ -10,6 +10,12 @@
 -- months are UTC. Times in the table are microseconds (*_us); the views
 -- give milliseconds (*_ms) where a person reads them.
 --
+-- A request's row is written when it is admitted and again when it ends
+-- (state: started, then finished or panic; interrupted when its gateway
+-- was killed before it ended, written by the next start on its spool);
+-- FINAL shows the latest. Rows not finished are counted apart
+-- (in_flight, interrupted) and left out of latency and stage figures.
+--
 -- Works on ClickHouse 18.16 (the Debian package) and current releases: no
 -- window functions, no WITH, no OR REPLACE. A view changed by an upgrade
 -- is re-created by dropping it (DROP TABLE mindrouter.usage_daily) and
@@ -24,8 +30,10 @@ SELECT
     `group`,
     model,
     count() AS requests,
-    countIf(status < 400) AS completed,
-    countIf(status >= 400) AS failed,
+    countIf(state = 'finished' AND status < 400) AS completed,
+    countIf(status >= 400 OR state IN ('interrupted', 'panic')) AS failed,
+    countIf(state = 'started') AS in_flight,
+    countIf(state = 'interrupted') AS interrupted,
     sum(prompt_tokens) AS prompt,
     sum(completion_tokens) AS completion,
     sum(reasoning_tokens) AS reasoning,
@@ -78,7 +86,7 @@ SELECT
     quantileIf(0.5)(ttft_us / 1000, stream = 1) AS ttft_p50_ms,
     quantileIf(0.95)(ttft_us / 1000, stream = 1) AS ttft_p95_ms
 FROM requests FINAL
-WHERE status < 400
+WHERE state = 'finished' AND status < 400
 GROUP BY day, backend, model;
 
 -- The gateway's own cost per day and endpoint kind: the mean of each
@@ -101,6 +109,7 @@ SELECT
     avg(toInt64(total_us) - queue_us - backend_us) AS overhead_avg_us,
     quantile(0.99)((toInt64(total_us) - queue_us - backend_us) / 1000) AS overhead_p99_ms
 FROM requests FINAL
+WHERE state IN ('finished', 'panic')
 GROUP BY day, kind;
 
 -- Queue wait and fairness per day and group: the group's share of the
@@ -129,7 +138,7 @@ FROM
         toDate(time) AS day,
         `group`,
         count() AS requests,
-        sumIf(prompt_tokens + completion_tokens, status < 400) AS completed_tokens,
+        sumIf(prompt_tokens + completion_tokens, state = 'finished' AND status < 400) AS completed_tokens,
         avg(queue_us) / 1000 AS queue_avg_ms,
         quantile(0.95)(queue_us / 1000) AS queue_p95_ms,
         quantile(0.5)(fairness_delay_us / 1000) AS fairness_delay_p50_ms,
@@ -142,7 +151,7 @@ ANY LEFT JOIN
 (
     SELECT
         toDate(time) AS day,
-        sumIf(prompt_tokens + completion_tokens, status < 400) AS day_tokens
+        sumIf(prompt_tokens + completion_tokens, state = 'finished' AND status < 400) AS day_tokens
     FROM requests FINAL
     GROUP BY day
 ) USING day;
@@ -155,8 +164,9 @@ SELECT
     model,
     backend,
     count() AS requests,
-    countIf(status >= 400) AS errors,
-    countIf(status >= 400) / count() AS error_rate,
+    countIf(status >= 400 OR state IN ('interrupted', 'panic')) AS errors,
+    countIf(status >= 400 OR state IN ('interrupted', 'panic')) / count() AS error_rate,
+    countIf(state = 'interrupted') AS interrupted,
     countIf(status = 429) AS rate_limited,
     countIf(status >= 400 AND status < 500) AS client_errors,
     countIf(status >= 500) AS server_errors,

@@ -133,18 +133,30 @@ func serveFake(t *testing.T, cfg fakellm.Config) (*fakellm.Server, string) {
 // store in a temporary directory) that the test starts, kills and
 // restarts.
 type killEnv struct {
-	t      *testing.T
-	bin    string
-	config string
-	spool  string
+	t        *testing.T
+	bin      string
+	config   string
+	spool    string
+	embedded string // the embedded sink's file, when the config names no ClickHouse
 }
 
 func newKillEnv(t *testing.T, ch *testsvc.ClickHouse) *killEnv {
+	return newKillEnvWith(t, ch, fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12})
+}
+
+// newKillEnvWith is newKillEnv with the backend's configuration; ch nil
+// is the embedded sink (audit.db in the environment's directory).
+func newKillEnvWith(t *testing.T, ch *testsvc.ClickHouse, fake fakellm.Config) *killEnv {
 	t.Helper()
 	bin, pluginsYAML := buildGateway(t)
-	_, fakeAddr := serveFake(t, fakellm.Config{Engine: "vllm", Models: []string{killModel}, Tokens: 12})
+	_, fakeAddr := serveFake(t, fake)
 	dir := t.TempDir()
-	e := &killEnv{t: t, bin: bin, config: filepath.Join(dir, "mindrouter.yaml"), spool: filepath.Join(dir, "spool")}
+	e := &killEnv{t: t, bin: bin, config: filepath.Join(dir, "mindrouter.yaml"), spool: filepath.Join(dir, "spool"),
+		embedded: filepath.Join(dir, "audit.db")}
+	sink := ""
+	if ch != nil {
+		sink = fmt.Sprintf("  clickhouse: {addr: [%q], database: %q}\n", ch.Addr, ch.Database)
+	}
 	y := fmt.Sprintf(`listen: %s
 plugins: %s
 log: {level: warn}
@@ -154,8 +166,7 @@ backends:
   - {name: fake-vllm, engine: vllm, url: "http://%s", max_concurrent: 64}
 audit:
   spool: spool
-  clickhouse: {addr: [%q], database: %q}
-`, freeAddr(t), pluginsYAML, dir, fakeAddr, ch.Addr, ch.Database)
+%s`, freeAddr(t), pluginsYAML, dir, fakeAddr, sink)
 	if err := os.WriteFile(e.config, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -354,29 +365,36 @@ func (l *load) waitCompleted(t *testing.T, n int, g *childGW) {
 	}
 }
 
-// storedCounts returns, per request id, how many rows ClickHouse holds.
-func storedCounts(t *testing.T, conn driver.Conn, db string) map[string]uint64 {
+// storedCounts returns, per request id, how many rows ClickHouse holds
+// that end it (finished, panic or interrupted: a request's row written at
+// admission, started, is replaced by one of them), and, per request id
+// and state, how many rows in all (without FINAL, merges stopped: a copy
+// would show): every event must be stored once.
+func storedCounts(t *testing.T, conn driver.Conn, db string) (ended map[string]uint64, rows map[string]uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := conn.Query(ctx, "SELECT request_id, count() FROM "+db+".requests GROUP BY request_id")
+	res, err := conn.Query(ctx, "SELECT request_id, state, count() FROM "+db+".requests GROUP BY request_id, state")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	out := map[string]uint64{}
-	for rows.Next() {
-		var id string
+	defer res.Close()
+	ended, rows = map[string]uint64{}, map[string]uint64{}
+	for res.Next() {
+		var id, state string
 		var n uint64
-		if err := rows.Scan(&id, &n); err != nil {
+		if err := res.Scan(&id, &state, &n); err != nil {
 			t.Fatal(err)
 		}
-		out[id] = n
+		rows[id+" "+state] = n
+		if state != audit.RowStarted {
+			ended[id] += n
+		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := res.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return ended, rows
 }
 
 // prepareClickHouse creates the audit tables before the gateway does and
@@ -396,21 +414,21 @@ func prepareClickHouse(t *testing.T, ch *testsvc.ClickHouse) driver.Conn {
 	return conn
 }
 
-// waitStored waits until every id of want is stored, and returns the
-// final counts.
-func waitStored(t *testing.T, conn driver.Conn, db string, want map[string]bool, g *childGW) map[string]uint64 {
+// waitStored waits until every id of want has its ending row stored, and
+// returns the final counts.
+func waitStored(t *testing.T, conn driver.Conn, db string, want map[string]bool, g *childGW) (ended, rows map[string]uint64) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		got := storedCounts(t, conn, db)
+		ended, rows = storedCounts(t, conn, db)
 		missing := 0
 		for id := range want {
-			if got[id] == 0 {
+			if ended[id] == 0 {
 				missing++
 			}
 		}
 		if missing == 0 {
-			return got
+			return ended, rows
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d accepted requests not in ClickHouse after 90 s:\n%s", missing, len(want), g.logs)
@@ -419,15 +437,19 @@ func waitStored(t *testing.T, conn driver.Conn, db string, want map[string]bool,
 	}
 }
 
-func checkOnce(t *testing.T, got map[string]uint64) {
+// checkOnce checks that every event is stored once: one row per request
+// and state, and one ending row per request.
+func checkOnce(t *testing.T, ended, rows map[string]uint64) {
 	t.Helper()
 	dups := 0
-	for id, n := range got {
-		if n != 1 {
-			if dups < 5 {
-				t.Errorf("request %s stored %d times", id, n)
+	for _, m := range []map[string]uint64{ended, rows} {
+		for id, n := range m {
+			if n != 1 {
+				if dups < 5 {
+					t.Errorf("request %s stored %d times", id, n)
+				}
+				dups++
 			}
-			dups++
 		}
 	}
 	if dups > 0 {
@@ -452,17 +474,23 @@ func TestAuditGatewaySIGKILL(t *testing.T) {
 	killed := time.Now()
 	done := l.halt()
 
-	// The durable set: what the killed gateway had fsynced.
-	spooled := map[string]bool{}
-	if err := audit.ScanSpool(e.spool, func(ev *audit.Event) { spooled[ev.RequestID] = true }); err != nil {
+	// The durable set: what the killed gateway had fsynced (a request
+	// with only its start there ends as interrupted after the restart).
+	spooled, finished := map[string]bool{}, map[string]bool{}
+	if err := audit.ScanSpool(e.spool, func(ev *audit.Event) {
+		spooled[ev.RequestID] = true
+		if ev.State != audit.RowStarted {
+			finished[ev.RequestID] = true
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
-	before := storedCounts(t, conn, ch.Database)
+	before, _ := storedCounts(t, conn, ch.Database)
 	accepted := map[string]bool{}
 	late, lateAge := 0, time.Duration(0)
 	for id, at := range done {
 		switch {
-		case spooled[id] || before[id] > 0:
+		case finished[id] || before[id] > 0:
 			accepted[id] = true
 		case killed.Sub(at) > acceptGrace:
 			t.Errorf("request %s completed %v before the kill but is neither spooled nor stored", id, killed.Sub(at))
@@ -488,10 +516,10 @@ func TestAuditGatewaySIGKILL(t *testing.T) {
 	for id := range after {
 		accepted[id] = true // no kill this time: every complete response counts
 	}
-	got := waitStored(t, conn, ch.Database, accepted, g)
+	waitStored(t, conn, ch.Database, accepted, g)
 	g.stop(t)
-	got = storedCounts(t, conn, ch.Database)
-	checkOnce(t, got)
+	got, rows := storedCounts(t, conn, ch.Database)
+	checkOnce(t, got, rows)
 	if n := len(got); n < len(accepted) {
 		t.Errorf("%d ids stored, %d accepted", n, len(accepted))
 	}
@@ -525,10 +553,10 @@ func TestAuditGatewayClickHouseOutage(t *testing.T) {
 	for id := range done {
 		want[id] = true
 	}
-	got := waitStored(t, conn, ch.Database, want, g)
+	waitStored(t, conn, ch.Database, want, g)
 	g.stop(t)
-	got = storedCounts(t, conn, ch.Database)
-	checkOnce(t, got)
+	got, rows := storedCounts(t, conn, ch.Database)
+	checkOnce(t, got, rows)
 	t.Logf("%d requests, %d completed by the time ClickHouse came back; %d rows", len(done), down, len(got))
 }
 

@@ -1,0 +1,14 @@
+-- MindRouter audit: the row state. A request's row is written when it is
+-- admitted (before the backend call) with state 'started', and written
+-- again when it finishes ('finished', or 'panic' when the handler
+-- panicked): the table is a ReplacingMergeTree without a version column,
+-- which keeps the row inserted last for a sorting key (user, time,
+-- request_id are the same in both), and the writer inserts a request's
+-- rows in the order they happened, so reads with FINAL see one row per
+-- request, the latest. A gateway restarted on the spool of one that was
+-- killed (or crashed) rewrites the rows that one left 'started' as
+-- 'interrupted'. Rows written before this migration read 'finished'.
+-- IF NOT EXISTS: two gateways may race to apply it. ClickHouse 18.16 lacks
+-- it: the gateway (audit.MigrateClickHouse) checks system.columns first
+-- there; by hand on 18.16, drop "IF NOT EXISTS".
+ALTER TABLE mindrouter.requests ADD COLUMN IF NOT EXISTS state String DEFAULT 'finished' AFTER client_gone;
