@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -196,6 +197,31 @@ func (st *stream) reset() {
 	st.outEst = 0
 }
 
+// requestID is a request's id ("chatcmpl-<32 hex>", also X-Request-ID)
+// and the number the plugin host logs it by.
+func requestID(start time.Time) (string, uint64) {
+	var raw [16]byte
+	// Time-ordered: the first half is the start in milliseconds and a
+	// per-process sequence (unique within a replica), the second half
+	// random (unique across replicas). Audit rows then arrive in index
+	// order: random ids spread every insert over the embedded sink's
+	// request_id index (about 20 µs a row more, bench/RESULTS.md).
+	a := uint64(start.UnixMilli())<<20 | idSeq.Add(1)&(1<<20-1)
+	b := rand.Uint64()
+	// Big-endian, so the id's first 16 hex digits are num as the plugin
+	// host logs it (req_id in plugin log lines).
+	for i := 0; i < 8; i++ {
+		raw[i], raw[8+i] = byte(a>>(56-8*i)), byte(b>>(56-8*i))
+	}
+	var id [9 + 32]byte
+	copy(id[:], "chatcmpl-")
+	hex.Encode(id[9:], raw[:])
+	return string(id[:]), a
+}
+
+// idSeq numbers this process's requests (the low bits of an id's first half).
+var idSeq atomic.Uint64
+
 func newExchange() *exchange {
 	ex := &exchange{}
 	ex.breq, ex.bresp = new(fasthttp.Request), new(fasthttp.Response)
@@ -212,18 +238,7 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	}
 	ex.s = s
 	ex.start = time.Now()
-	var raw [16]byte
-	a, b := rand.Uint64(), rand.Uint64()
-	// Big-endian, so the id's first 16 hex digits are num as the plugin
-	// host logs it (req_id in plugin log lines).
-	for i := 0; i < 8; i++ {
-		raw[i], raw[8+i] = byte(a>>(56-8*i)), byte(b>>(56-8*i))
-	}
-	var id [9 + 32]byte
-	copy(id[:], "chatcmpl-")
-	hex.Encode(id[9:], raw[:])
-	ex.id = string(id[:])
-	ex.num = a
+	ex.id, ex.num = requestID(ex.start)
 	// The deadline bounds everything up to the answer (a stream's relay
 	// runs outside it); the watcher cancels earlier if the client leaves.
 	ex.ctx, ex.cancel = context.WithDeadline(s.baseCtx, ex.start.Add(s.cfg.Timeouts.Request.D()))

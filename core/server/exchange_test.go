@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -84,4 +85,29 @@ func TestExchange_BeginResetsParts(t *testing.T) {
 		t.Errorf("stream kept %+v", *st)
 	}
 	ex.cancel()
+}
+
+// Request ids sort by start time and never repeat within a process, and
+// keep their shape (clients and the audit parse "chatcmpl-<32 hex>").
+func TestRequestID_TimeOrderedAndUnique(t *testing.T) {
+	start := time.Now()
+	seen := map[string]bool{}
+	prev := ""
+	for i := range 5000 {
+		id, num := requestID(start.Add(time.Duration(i/1000) * time.Millisecond))
+		if len(id) != 41 || id[:9] != "chatcmpl-" {
+			t.Fatalf("id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %s repeated", id)
+		}
+		seen[id] = true
+		if fmt.Sprintf("%016x", num) != id[9:25] {
+			t.Fatalf("num %x is not the id's first half %s", num, id)
+		}
+		if i%1000 == 0 && prev != "" && id[:25] <= prev[:25] {
+			t.Fatalf("id %s of a later millisecond sorts before %s", id, prev)
+		}
+		prev = id
+	}
 }
