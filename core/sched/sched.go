@@ -29,9 +29,11 @@
 //   - 503 request_cancelled: ctx was cancelled before a slot was found.
 //
 // A request that fails on one backend and may be retried lists the
-// backends it has tried in Request.Exclude; the Admitter then prefers any
-// other candidate, and falls back to an excluded one only when no other
-// can serve.
+// backends it has tried in Request.Exclude; the Admitter then never gives
+// it an excluded backend while another candidate exists, even a full one
+// (Fair queues the retry for that one rather than take a tried backend's
+// free slot; LeastLoaded waits on the least loaded untried one), and
+// falls back to an excluded one only when no other can serve.
 //
 // # The lease lives in the Request
 //
@@ -127,7 +129,9 @@
 // # Fair: invariants
 //
 //   - Work conserving: no slot stays free while a request it may serve
-//     waits (except a retry that excluded it, above).
+//     waits (except a retry that excluded it, above: a slot such a retry
+//     refuses goes to its user's next waiter it may serve, among the
+//     next few, rather than idle behind it).
 //   - Deficits are bounded: −cost ≤ D ≤ max(BurstCredit, Quantum)·w after
 //     a dispatch, so no user banks credit while uncontended, and a debt
 //     (only from a promoted dispatch) is never more than one request's
