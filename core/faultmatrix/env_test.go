@@ -127,6 +127,18 @@ func (b *backend) kill() {
 	}
 }
 
+// served is the number of requests the current server completed (0 when
+// none is serving): a restored backend is back in service once it is
+// above 0.
+func (b *backend) served() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil {
+		return 0
+	}
+	return b.srv.Stats().Completed
+}
+
 // swap kills the server and serves cfg on the same address.
 func (b *backend) swap(t *testing.T, cfg fakellm.Config) {
 	t.Helper()
@@ -232,7 +244,8 @@ func (c *cluster) newUser(t *testing.T) (int64, string) {
 	var u struct {
 		ID int64 `json:"id"`
 	}
-	body := map[string]any{"username": "load", "email": "load@example.edu", "group": "staff", "token_budget_override": 1_000_000_000}
+	body := map[string]any{"username": "load", "email": "load@example.edu", "group": "staff", "token_budget_override": 1_000_000_000,
+		"rpm_limit_override": 1_000_000, "max_concurrent_override": 1000}
 	if st := c.api(t, "POST", "/api/admin/users", body, &u); st != 200 && st != 201 {
 		t.Fatalf("create user: %d", st)
 	}
