@@ -84,6 +84,8 @@ scheduler: {policy: fair, fleet: auto}
 		t.Fatalf("no traffic before the kill: a %d, b %d complete", la.completed(), lb.completed())
 	}
 	failedBefore := lb.fail.Load()
+	peakBefore := fake.Stats().PeakConcurrent
+	fake.ResetPeak()
 	killed := time.Now()
 	a.kill()
 	la.halt()
@@ -96,6 +98,9 @@ scheduler: {policy: fair, fleet: auto}
 		recovered time.Time // first moment after the kill that b alone used every slot
 	)
 	for s := range samples {
+		if s.n > maxConc {
+			t.Logf("%d at once %v after the kill", s.n, s.at.Sub(killed).Round(time.Millisecond))
+		}
 		peak = max(peak, s.n)
 		// a's requests in flight at the kill die with its connections at
 		// once; give them a moment so the count is b's alone.
@@ -104,6 +109,8 @@ scheduler: {policy: fair, fleet: auto}
 		}
 	}
 	st := fake.Stats()
+	t.Logf("backend peak before the kill %d, after it %d", peakBefore, st.PeakConcurrent)
+	st.PeakConcurrent = max(st.PeakConcurrent, peakBefore)
 	t.Logf("backend: peak %d at once (max_concurrent %d), %d completed; b completed %d, failed %d; all %d slots in use by b %v after the kill (dead after %v, lease %v)",
 		max(peak, st.PeakConcurrent), maxConc, st.Completed, len(doneB), lb.fail.Load(), maxConc, recovered.Sub(killed).Round(time.Millisecond), deadAfter, lease)
 	if p := max(peak, st.PeakConcurrent); p > maxConc {
