@@ -19,7 +19,7 @@ export MINDROUTER_TEST_WASM ?= $(CURDIR)/plugins
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: deploy-check image help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short fuzz bench lint fmt check clean FORCE
+.PHONY: deploy-check image help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short test-faults fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -137,6 +137,13 @@ test-short: plugins test-deps ## every test once without the race detector
 	$(GO) -C sdk test $(GOFLAGS_TEST) ./...
 	for m in $(MODULES); do $(GO) -C plugins/$$m test $(GOFLAGS_TEST) ./... || exit 1; done
 	$(GO) test $(GOFLAGS_TEST) ./...
+
+# The fault matrix (core/faultmatrix, build tag faults): two gateway
+# processes on real MariaDB, Redis and ClickHouse, each fault injected
+# under load; a few minutes on 2 cores. UPDATE=1 rewrites docs/faults.md.
+test-faults: plugins test-deps ## the fault matrix: backend, Redis, MariaDB, ClickHouse and replica faults under load (UPDATE=1: write docs/faults.md)
+	$(GO) vet -tags faults ./core/faultmatrix/
+	$(GO) test -tags faults -count=1 -timeout 15m -v -run TestFaultMatrix ./core/faultmatrix/ $(if $(UPDATE),-args -update,)
 
 fuzz: ## run each fuzz target for FUZZTIME (default 20s)
 	@for pkg in $$($(GO) list ./... github.com/mindrouter/mindrouter/sdk/...); do \

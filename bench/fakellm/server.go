@@ -62,7 +62,8 @@ type Stats struct {
 	// Waiting the number queued for one (see Config.MaxConcurrent).
 	Running, Waiting int64
 	// Concurrent is the number of inference requests being served (from
-	// arrival to their end, queued for a slot or not); PeakConcurrent the
+	// arrival to their end — a stream's end marker — queued for a slot or
+	// not); PeakConcurrent the
 	// most there have been at once since New or ResetPeak: what a gateway
 	// that must respect max_concurrent may never exceed.
 	Concurrent, PeakConcurrent int64
@@ -485,6 +486,19 @@ func (c *call) tokenEmittedAt(t time.Time) {
 	if c.firstTok.IsZero() {
 		c.firstTok = t
 		c.ms.ttft.observe(t.Sub(c.arrived))
+	}
+}
+
+// uncount takes the call out of Stats.Concurrent before its stream's end
+// marker is written: a client reading the marker may send its next request
+// at once, and that one must not find this call still counted (its
+// goroutine has yet to return to finish), or a gateway that keeps
+// max_concurrent exactly would be seen exceeding it by one. finish then
+// does not count it out again.
+func (c *call) uncount() {
+	if c.counted {
+		c.counted = false
+		c.s.concurrent.Add(-1)
 	}
 }
 

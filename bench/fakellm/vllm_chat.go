@@ -453,5 +453,9 @@ func (s *Server) vllmChatStream(w *bufio.Writer, conn net.Conn, c *call, r *genR
 			return
 		}
 	}
+	// Uncounted before the end marker goes out: a gateway may start the
+	// next request on this slot as soon as it reads the marker (see
+	// call.uncount).
+	st.c.uncount()
 	st.send(append(st.buf(), "data: [DONE]\n\n"...))
 }

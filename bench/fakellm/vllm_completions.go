@@ -229,5 +229,9 @@ func (s *Server) vllmCompletionsStream(w *bufio.Writer, conn net.Conn, c *call, 
 			return
 		}
 	}
+	// Uncounted before the end marker goes out: a gateway may start the
+	// next request on this slot as soon as it reads the marker (see
+	// call.uncount).
+	st.c.uncount()
 	st.send(append(st.buf(), "data: [DONE]\n\n"...))
 }

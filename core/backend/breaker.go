@@ -20,6 +20,16 @@ package backend
 // its own (Routable needs both), and a backend that comes back is found by
 // the half-open probe within one cool-down.
 //
+// Every attempt's report carries the Ticket its TryAttempt gave, so the
+// breaker knows which claim it concerns: only the half-open probe's own
+// result closes or re-opens a breaker that opened. A request admitted
+// while it was still closed, which answers after it opened, says nothing
+// about the backend's recovery: under a 50 % error rate, such a success
+// used to close the breaker as soon as it opened (it flapped), and such a
+// failure re-opened a half-open one before its probe had answered. A
+// failure reported from an epoch before the last opening (a request that
+// outlived an open and a close) is ignored for the same reason.
+//
 // The closed state's hot path (Routable, ReportSuccess with no failure
 // counted) is one atomic load; transitions take a small mutex. Nothing
 // allocates.
@@ -72,6 +82,8 @@ func BreakerFromConfig(c config.Breaker) BreakerSettings {
 type breaker struct {
 	state atomic.Uint32 // read without the mutex on the hot path
 	fails atomic.Int32  // consecutive failures while closed
+	// epoch counts the openings: a Ticket names the epoch it was given in.
+	epoch atomic.Uint64
 
 	mu        sync.Mutex
 	firstFail time.Time     // closed: when the counted run of failures began
@@ -169,24 +181,40 @@ func (br *breaker) allow() bool {
 	return br.probeFreeLocked()
 }
 
+// Ticket is one attempt's claim on a backend's circuit breaker, given by
+// TryAttempt and handed back with the attempt's report: it says whether
+// the attempt is the half-open probe, and in which epoch (between two
+// openings) it was admitted. The zero Ticket is a closed-state claim of
+// the first epoch.
+type Ticket struct {
+	epoch uint64
+	probe bool
+}
+
 // acquire claims the right to send a request now: always when closed;
 // when half-open, only the one probe. A request that acquired must report
-// once: success, failure or abandoned.
-func (br *breaker) acquire() bool {
+// once, with the ticket: success, failure or abandoned.
+func (br *breaker) acquire() (Ticket, bool) {
 	if br.state.Load() == breakerClosed {
-		return true
+		// The epoch read after the state: a claim racing an opening gets
+		// the old epoch, whose reports the new state ignores.
+		return Ticket{epoch: br.epoch.Load()}, true
 	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	switch br.state.Load() {
-	case breakerClosed:
-		return true
+	if br.state.Load() == breakerClosed {
+		return Ticket{epoch: br.epoch.Load()}, true
 	}
 	if !br.probeFreeLocked() {
-		return false
+		return Ticket{}, false
 	}
 	br.probing, br.probeAt = true, br.clock()
-	return true
+	return Ticket{epoch: br.epoch.Load(), probe: true}, true
+}
+
+// isProbeLocked reports whether t is the probe now out (br.mu held).
+func (br *breaker) isProbeLocked(t Ticket) bool {
+	return t.probe && br.probing && t.epoch == br.epoch.Load() && br.state.Load() == breakerHalfOpen
 }
 
 // probeFreeLocked: open past its cool-down (now half-open) or half-open,
@@ -213,9 +241,11 @@ func (br *breaker) toHalfOpenLocked() {
 	br.logger().Info("backend circuit breaker half-open: probing with one request", slog.String("backend", br.name))
 }
 
-// success records a request the backend answered. It closes a half-open
-// (or open) breaker: the backend works.
-func (br *breaker) success() {
+// success records a request the backend answered. The probe's success
+// closes a half-open breaker: the backend works. Another request's (one
+// admitted before the breaker opened) leaves an open or half-open breaker
+// as it is.
+func (br *breaker) success(t Ticket) {
 	if br.state.Load() == breakerClosed {
 		if br.fails.Load() != 0 {
 			br.fails.Store(0) // failure() takes the mutex and restarts the window from 0
@@ -228,6 +258,9 @@ func (br *breaker) success() {
 		br.fails.Store(0)
 		return
 	}
+	if !br.isProbeLocked(t) {
+		return
+	}
 	br.state.Store(breakerClosed)
 	br.fails.Store(0)
 	br.probing, br.cooldown = false, br.baseCooldown()
@@ -235,15 +268,19 @@ func (br *breaker) success() {
 }
 
 // failure records a live failure: the threshold's worth in a row, within
-// the window, opens a closed breaker; any failure re-opens a half-open one
-// with the cool-down doubled. Failures while open (requests admitted
-// before it opened) only keep it open. Failures are rare: this takes the
-// mutex.
-func (br *breaker) failure() {
+// the window, opens a closed breaker; the probe's failure re-opens a
+// half-open one with the cool-down doubled. Other failures while open or
+// half-open (requests admitted before it opened), and failures of an
+// epoch before the last opening, change nothing. Failures are rare: this
+// takes the mutex.
+func (br *breaker) failure(t Ticket) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	switch br.state.Load() {
 	case breakerClosed:
+		if t.epoch != br.epoch.Load() {
+			return // admitted before the breaker last opened: old news
+		}
 		now := br.clock()
 		if br.fails.Load() == 0 || now.Sub(br.firstFail) > br.windowLen() {
 			br.fails.Store(0) // a new run of failures starts here
@@ -255,12 +292,16 @@ func (br *breaker) failure() {
 		br.cooldown = br.baseCooldown()
 		br.openLocked("consecutive failures")
 	case breakerHalfOpen:
+		if !br.isProbeLocked(t) {
+			return
+		}
 		br.cooldown = min(2*br.cooldown, br.maxCooldown())
 		br.openLocked("the probe failed")
 	}
 }
 
 func (br *breaker) openLocked(why string) {
+	br.epoch.Add(1)
 	br.state.Store(breakerOpen)
 	br.fails.Store(0)
 	br.probing = false
@@ -271,12 +312,12 @@ func (br *breaker) openLocked(why string) {
 
 // abandoned returns a claimed probe whose request ended without telling
 // anything about the backend (the client went away).
-func (br *breaker) abandoned() {
+func (br *breaker) abandoned(t Ticket) {
 	if br.state.Load() == breakerClosed {
 		return
 	}
 	br.mu.Lock()
-	if br.state.Load() == breakerHalfOpen {
+	if br.isProbeLocked(t) {
 		br.probing = false
 	}
 	br.mu.Unlock()
@@ -289,20 +330,25 @@ func (b *Backend) BreakerState() string { return b.brk.stateName() }
 // TryAttempt claims the right to send one request to b now: true while
 // its breaker is closed, and for the single probe while half-open. Each
 // true must be followed by exactly one ReportSuccess, ReportFailure or
-// ReportAbandoned.
-func (b *Backend) TryAttempt() bool { return b.brk.acquire() }
+// ReportAbandoned with the Ticket it gave.
+func (b *Backend) TryAttempt() (Ticket, bool) { return b.brk.acquire() }
 
-// ReportSuccess tells b's breaker that b answered a request (any status
+// BreakerAllows reports whether b's circuit breaker would let a request
+// through now (closed, or half-open with its probe not out), without
+// claiming anything: the scorer's hard constraint.
+func (b *Backend) BreakerAllows() bool { return b.brk.allow() }
+
+// ReportSuccess tells b's breaker that the attempt t answered (any status
 // that is not a server failure).
-func (b *Backend) ReportSuccess() { b.brk.success() }
+func (b *Backend) ReportSuccess(t Ticket) { b.brk.success(t) }
 
-// ReportFailure tells b's breaker of a live failure: the connection
-// refused or reset, a 5xx answer, an attempt timeout.
-func (b *Backend) ReportFailure() { b.brk.failure() }
+// ReportFailure tells b's breaker of attempt t's live failure: the
+// connection refused or reset, a 5xx answer, an attempt timeout.
+func (b *Backend) ReportFailure(t Ticket) { b.brk.failure(t) }
 
-// ReportAbandoned releases a request's claim that tells nothing about b
+// ReportAbandoned releases attempt t's claim, which tells nothing about b
 // (the client cancelled before b answered).
-func (b *Backend) ReportAbandoned() { b.brk.abandoned() }
+func (b *Backend) ReportAbandoned(t Ticket) { b.brk.abandoned(t) }
 
 // SetBreakerLogger sends the backends' circuit-breaker state changes to
 // log (slog.Default otherwise), those added later included. Call it

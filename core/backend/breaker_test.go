@@ -35,6 +35,29 @@ func testBreaker() (*Backend, *fakeClock) {
 	return b, clk
 }
 
+// fail makes one attempt on b that fails (refused by an open breaker,
+// it reports the zero ticket, which an open breaker ignores).
+func fail(b *Backend) {
+	t, _ := b.TryAttempt()
+	b.ReportFailure(t)
+}
+
+// attempt claims an attempt on b and fails the test when refused.
+func attempt(t *testing.T, b *Backend) Ticket {
+	t.Helper()
+	tk, ok := b.TryAttempt()
+	if !ok {
+		t.Fatalf("attempt refused (breaker %s)", b.BreakerState())
+	}
+	return tk
+}
+
+// allowed reports whether b's breaker lets an attempt through, claiming it.
+func allowed(b *Backend) bool {
+	_, ok := b.TryAttempt()
+	return ok
+}
+
 func wantState(t *testing.T, b *Backend, want string) {
 	t.Helper()
 	if got := b.BreakerState(); got != want {
@@ -44,21 +67,18 @@ func wantState(t *testing.T, b *Backend, want string) {
 
 func TestBreaker_OpensAfterConsecutiveFailures(t *testing.T) {
 	b, _ := testBreaker()
-	for i := range BreakerThreshold - 1 {
-		if !b.TryAttempt() {
-			t.Fatalf("attempt %d refused while closed", i)
-		}
-		b.ReportFailure()
-	}
-	wantState(t, b, "closed")
-	b.ReportSuccess() // resets the count: failures must be consecutive
 	for range BreakerThreshold - 1 {
-		b.ReportFailure()
+		b.ReportFailure(attempt(t, b))
 	}
 	wantState(t, b, "closed")
-	b.ReportFailure()
+	b.ReportSuccess(attempt(t, b)) // resets the count: failures must be consecutive
+	for range BreakerThreshold - 1 {
+		fail(b)
+	}
+	wantState(t, b, "closed")
+	fail(b)
 	wantState(t, b, "open")
-	if b.brk.allow() || b.TryAttempt() {
+	if b.brk.allow() || allowed(b) {
 		t.Fatal("an open breaker let a request through")
 	}
 }
@@ -66,7 +86,7 @@ func TestBreaker_OpensAfterConsecutiveFailures(t *testing.T) {
 func TestBreaker_HalfOpenLetsOneProbe(t *testing.T) {
 	b, clk := testBreaker()
 	for range BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	clk.advance(BreakerCooldown - time.Millisecond)
 	if b.brk.allow() {
@@ -77,15 +97,13 @@ func TestBreaker_HalfOpenLetsOneProbe(t *testing.T) {
 	if !b.brk.allow() {
 		t.Fatal("half-open breaker not routable before its probe")
 	}
-	if !b.TryAttempt() {
-		t.Fatal("the probe was refused")
-	}
-	if b.TryAttempt() || b.brk.allow() {
+	probe := attempt(t, b)
+	if allowed(b) || b.brk.allow() {
 		t.Fatal("a second request went through while the probe is out")
 	}
-	b.ReportSuccess()
+	b.ReportSuccess(probe)
 	wantState(t, b, "closed")
-	if !b.TryAttempt() || !b.TryAttempt() {
+	if !allowed(b) || !allowed(b) {
 		t.Fatal("closed breaker refused requests")
 	}
 }
@@ -93,19 +111,20 @@ func TestBreaker_HalfOpenLetsOneProbe(t *testing.T) {
 func TestBreaker_FailedProbeDoublesCooldown(t *testing.T) {
 	b, clk := testBreaker()
 	for range BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	want := BreakerCooldown
 	for range 5 {
 		clk.advance(want)
-		if !b.TryAttempt() {
+		probe, ok := b.TryAttempt()
+		if !ok {
 			t.Fatalf("no probe after a cool-down of %v", want)
 		}
-		b.ReportFailure()
+		b.ReportFailure(probe)
 		wantState(t, b, "open")
 		want = min(2*want, BreakerMaxCooldown)
 		clk.advance(want - time.Millisecond)
-		if b.TryAttempt() {
+		if allowed(b) {
 			t.Fatalf("probe before the doubled cool-down %v passed", want)
 		}
 		clk.advance(time.Millisecond)
@@ -117,12 +136,9 @@ func TestBreaker_FailedProbeDoublesCooldown(t *testing.T) {
 	}
 	// A success resets the cool-down to the base.
 	clk.advance(want)
-	if !b.TryAttempt() {
-		t.Fatal("no probe")
-	}
-	b.ReportSuccess()
+	b.ReportSuccess(attempt(t, b))
 	for range BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	clk.advance(BreakerCooldown)
 	wantState(t, b, "half-open")
@@ -131,20 +147,17 @@ func TestBreaker_FailedProbeDoublesCooldown(t *testing.T) {
 func TestBreaker_AbandonedProbeFreesTheSlot(t *testing.T) {
 	b, clk := testBreaker()
 	for range BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	clk.advance(BreakerCooldown)
-	if !b.TryAttempt() {
-		t.Fatal("no probe")
-	}
-	b.ReportAbandoned()
+	b.ReportAbandoned(attempt(t, b))
 	wantState(t, b, "half-open")
-	if !b.TryAttempt() {
+	if !allowed(b) {
 		t.Fatal("the abandoned probe's slot was not freed")
 	}
 	// A probe that never reports is freed after breakerProbeTimeout.
 	clk.advance(breakerProbeTimeout)
-	if !b.TryAttempt() {
+	if !allowed(b) {
 		t.Fatal("a lost probe blocks the breaker for ever")
 	}
 }
@@ -152,7 +165,7 @@ func TestBreaker_AbandonedProbeFreesTheSlot(t *testing.T) {
 func TestBreaker_ConcurrentProbeIsSingle(t *testing.T) {
 	b, clk := testBreaker()
 	for range BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	clk.advance(BreakerCooldown)
 	var wg sync.WaitGroup
@@ -162,7 +175,7 @@ func TestBreaker_ConcurrentProbeIsSingle(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if b.TryAttempt() {
+			if allowed(b) {
 				mu.Lock()
 				got++
 				mu.Unlock()
@@ -179,8 +192,8 @@ func TestBreaker_ClosedPathAllocs(t *testing.T) {
 	b, _ := testBreaker()
 	if n := testing.AllocsPerRun(1000, func() {
 		_ = b.brk.allow()
-		_ = b.TryAttempt()
-		b.ReportSuccess()
+		tk, _ := b.TryAttempt()
+		b.ReportSuccess(tk)
 	}); n != 0 {
 		t.Fatalf("the closed breaker allocates %v times per request", n)
 	}
@@ -209,18 +222,16 @@ func TestBreaker_LogsEachChangeOnce(t *testing.T) {
 	r := registryOf(b)
 	r.SetBreakerLogger(slog.New(h))
 	for range 3 * BreakerThreshold {
-		b.ReportFailure()
+		fail(b)
 	}
 	clk.advance(BreakerCooldown)
 	for range 10 {
 		_ = b.BreakerState()
 		_ = b.brk.allow()
 	}
-	if !b.TryAttempt() {
-		t.Fatal("no probe")
-	}
-	b.ReportSuccess()
-	b.ReportSuccess()
+	probe := attempt(t, b)
+	b.ReportSuccess(probe)
+	b.ReportSuccess(probe)
 	if len(h.n) != 3 {
 		t.Fatalf("log messages %v, want open, half-open and closed", h.n)
 	}
@@ -229,4 +240,41 @@ func TestBreaker_LogsEachChangeOnce(t *testing.T) {
 			t.Fatalf("%q logged %d times", msg, n)
 		}
 	}
+}
+
+// Only the probe's answer moves a breaker that opened: a request admitted
+// while it was closed, answering after it opened, neither closes it (a
+// success: under a 50 % error rate the breaker closed again at once and
+// flapped) nor re-opens it with a doubled cool-down (a failure while
+// half-open), and a failure of a request admitted before an opening does
+// not count against the breaker after the probe closed it.
+func TestBreaker_OnlyTheProbeMovesAnOpenBreaker(t *testing.T) {
+	b, clk := testBreaker()
+	early := make([]Ticket, 4) // admitted while closed, answering late
+	for i := range early {
+		early[i] = attempt(t, b)
+	}
+	for range BreakerThreshold {
+		fail(b)
+	}
+	wantState(t, b, "open")
+	b.ReportSuccess(early[0])
+	wantState(t, b, "open")
+	clk.advance(BreakerCooldown)
+	probe := attempt(t, b)
+	b.ReportSuccess(early[1])
+	wantState(t, b, "half-open")
+	b.ReportFailure(early[2])
+	wantState(t, b, "half-open")
+	b.ReportAbandoned(early[3])
+	if allowed(b) {
+		t.Fatal("an old request's abandoned report freed the probe's place")
+	}
+	b.ReportSuccess(probe)
+	wantState(t, b, "closed")
+	// The early requests' failures, reported now, are old news.
+	for range BreakerThreshold {
+		b.ReportFailure(early[2])
+	}
+	wantState(t, b, "closed")
 }

@@ -180,21 +180,22 @@ func TestRegistry_BreakerSettings(t *testing.T) {
 		clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 		b.brk.now = clk.now
 		b.brk.log = slog.New(slog.DiscardHandler)
-		b.ReportFailure()
+		fail(b)
 		clk.advance(1500 * time.Millisecond) // past the window: this failure starts over
-		b.ReportFailure()
+		fail(b)
 		wantState(t, b, "closed")
-		b.ReportFailure() // two within the window
+		fail(b) // two within the window
 		wantState(t, b, "open")
 		clk.advance(999 * time.Millisecond)
-		if b.TryAttempt() {
+		if allowed(b) {
 			t.Fatalf("%s: a probe before the cool-down", b.Name)
 		}
 		clk.advance(time.Millisecond)
-		if !b.TryAttempt() {
+		probe, ok := b.TryAttempt()
+		if !ok {
 			t.Fatalf("%s: no probe after the 1s cool-down", b.Name)
 		}
-		b.ReportSuccess()
+		b.ReportSuccess(probe)
 		wantState(t, b, "closed")
 	}
 }

@@ -285,8 +285,15 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 	mq := f.queue(req.Model)
 	fl := mq.flow(req.User)
 	if mq.n == 0 {
-		// Nobody waits for this model: any free slot is fair game.
+		// Nobody waits for this model: any free slot is fair game, except
+		// on a backend this request already tried while another ranked
+		// one is untried: a retry waits in the queue for that one rather
+		// than go back to the backend that just failed it.
+		avoid := len(req.Exclude) > 0 && untried(req, ranked)
 		for _, b := range ranked {
+			if avoid && excluded(req.Exclude, b) {
+				continue
+			}
 			if b.TryAcquire() {
 				if f.fleet != nil {
 					if !f.fleet.take(b) {
@@ -323,6 +330,16 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 		return &req.lease, nil, nil
 	}
 	return nil, w, nil
+}
+
+// untried reports whether some backend in ranked is not in req.Exclude.
+func untried(req *Request, ranked []*backend.Backend) bool {
+	for _, b := range ranked {
+		if !excluded(req.Exclude, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // decision is where Rank records: req.Decision when recording, else a
@@ -518,7 +535,9 @@ func (f *Fair) pickLocked(b *backend.Backend) (best *waiter, promoted bool) {
 		}
 		w := fl.fifo.head
 		if !f.accepts(w.req, b) {
-			continue
+			if w = f.behindRetry(w, b); w == nil {
+				continue
+			}
 		}
 		if best != nil {
 			bf := best.flow
@@ -538,6 +557,28 @@ func (f *Fair) pickLocked(b *backend.Backend) (best *waiter, promoted bool) {
 		best, promoted = w, starving
 	}
 	return best, promoted
+}
+
+// retryScan bounds how far behind a user's retry (a head that refuses a
+// backend it tried) behindRetry looks for a request of the same user.
+const retryScan = 8
+
+// behindRetry is, when head is a retry that refuses b because it tried b
+// while another candidate exists, the first of its user's next few
+// waiters that b may serve: the retry waits for another backend, and a
+// free slot of b must not idle behind it (work conservation). nil
+// otherwise.
+func (f *Fair) behindRetry(head *waiter, b *backend.Backend) *waiter {
+	if len(head.req.Exclude) == 0 || !excluded(head.req.Exclude, b) {
+		return nil
+	}
+	w := head.next
+	for i := 0; w != nil && i < retryScan; i, w = i+1, w.next {
+		if f.accepts(w.req, b) {
+			return w
+		}
+	}
+	return nil
 }
 
 // crossLess orders the best flows of two models by the rounds each has

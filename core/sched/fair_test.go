@@ -253,7 +253,11 @@ func TestFair_RecordsDecision(t *testing.T) {
 	}
 }
 
-// Exclude: a retry prefers another backend, queued or not.
+// Exclude: a retry never goes back to a backend it tried while another
+// candidate exists, even one that is full: it waits in the queue for that
+// one rather than take the tried backend's free slot (the fast path took
+// any free slot, and sent half of a failing backend's retries back to it).
+// Only when no other candidate is left does the tried one serve.
 func TestFair_Exclude(t *testing.T) {
 	reg, bs := registry(t, 1, 1)
 	a, b := bs[0], bs[1]
@@ -264,17 +268,23 @@ func TestFair_Exclude(t *testing.T) {
 	if err != nil || l.Backend() != b {
 		t.Fatalf("exclude a: %v %v", l, err)
 	}
-	// b is full; a is free but excluded: a serves (the only candidate left).
-	req2 := &Request{Model: "m", Exclude: []*backend.Backend{a}}
-	l2, err := f.Admit(ctx, req2)
-	if err != nil || l2.Backend() != a {
-		t.Fatalf("fallback to excluded: %v %v", l2, err)
-	}
-	// Both full: a waiter excluding a gets b's slot, not a's.
-	out := make(chan admitResult, 1)
+	// b is full; a is free but excluded: the retry waits for b.
+	out := make(chan admitResult, 2)
 	admitAsync(ctx, f, 0, &Request{Model: "m", Exclude: []*backend.Backend{a}}, out)
-	waitFor(t, "waiter", func() bool { return f.Waiting() == 1 })
-	l2.Release() // a frees: not for the waiter while b may serve
+	waitFor(t, "the retry to queue", func() bool { return f.Waiting() == 1 })
+	if a.InFlight() != 0 {
+		t.Fatal("the retry took the backend it had tried")
+	}
+	// The same user's next request, queued behind its retry, may use a:
+	// it takes a's free slot rather than idle behind the retry. a frees
+	// again: still not for the retry while b may serve.
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second) // bounds a failure, not the pass
+	defer cancel()
+	la, err := f.Admit(lctx, &Request{Model: "m"})
+	if err != nil || la.Backend() != a {
+		t.Fatalf("the request behind the retry: %v %v", la, err)
+	}
+	la.Release()
 	if f.Waiting() != 1 {
 		t.Fatal("the waiter took the excluded backend")
 	}
@@ -284,6 +294,14 @@ func TestFair_Exclude(t *testing.T) {
 		t.Fatalf("waiter: %+v", r)
 	}
 	r.l.Release()
+	// b cannot serve (unhealthy): a, although tried, is the only candidate
+	// left, and serves at once.
+	set(b, false, testAdapter, "m")
+	l2, err := f.Admit(ctx, &Request{Model: "m", Exclude: []*backend.Backend{a}})
+	if err != nil || l2.Backend() != a {
+		t.Fatalf("fallback to the only candidate: %v %v", l2, err)
+	}
+	l2.Release()
 }
 
 // Many goroutines (users, models, weights, cancellations) on real time:

@@ -39,9 +39,14 @@ type FleetOptions struct {
 	// gateway (its slot leases and bids are keyed by it).
 	Replica string
 	// SlotLease is how long a slot outlives a replica that stopped
-	// renewing it (scheduler.slot_lease); 0: 10 s. Leases are renewed
-	// every SlotLease/3.
+	// renewing it (scheduler.slot_lease); 0: 10 s.
 	SlotLease time.Duration
+	// Heartbeat is how often a replica beats its heartbeat on each
+	// backend whose slots it holds, renewing their leases; a replica
+	// whose beats stopped for DeadAfter (2.5 heartbeats) is dead and its
+	// slots go back at the next claim, long before their leases end.
+	// 0: SlotLease/4, at most 1 s; at least 100 ms.
+	Heartbeat time.Duration
 	// Grace is how long an idle slot is kept for the next local request
 	// before it goes back to the pool (at once when another replica
 	// waits); 0: SlotLease/20, within [100 ms, 1 s].
@@ -64,6 +69,7 @@ type Fleet struct {
 	rdb      redis.UniversalClient
 	replica  string
 	lease    time.Duration
+	beat     time.Duration // heartbeat and renewal interval
 	grace    time.Duration
 	halfLife time.Duration
 	prefix   string
@@ -91,6 +97,7 @@ type Fleet struct {
 type fleetSlots struct {
 	b                  *backend.Backend
 	kSlots, kBids, kBx string
+	kAlive, kClock     string // heartbeats (fleet_scripts.go's beatLua)
 	msgFree, msgWant   string
 
 	// names are the leases this replica holds in Redis and has not
@@ -142,6 +149,11 @@ func NewFleet(o FleetOptions) *Fleet {
 	if fl.lease <= 0 {
 		fl.lease = DefaultSlotLease
 	}
+	fl.beat = o.Heartbeat
+	if fl.beat <= 0 {
+		fl.beat = min(fl.lease/4, time.Second)
+	}
+	fl.beat = max(fl.beat, 100*time.Millisecond)
 	if fl.grace <= 0 {
 		fl.grace = min(max(fl.lease/20, 100*time.Millisecond), time.Second)
 	}
@@ -182,7 +194,7 @@ func (fl *Fleet) slotsLocked(b *backend.Backend) *fleetSlots {
 	s := fl.slots[b]
 	if s == nil {
 		k := fl.prefix + "{" + b.Name + "}:"
-		s = &fleetSlots{b: b, kSlots: k + "slots", kBids: k + "bids", kBx: k + "bidexp",
+		s = &fleetSlots{b: b, kSlots: k + "slots", kBids: k + "bids", kBx: k + "bidexp", kAlive: k + "alive", kClock: k + "beat",
 			msgFree: "f|" + fl.replica + "|" + b.Name, msgWant: "w|" + fl.replica + "|" + b.Name}
 		fl.slots[b] = s
 		fl.byName[b.Name] = s
@@ -263,6 +275,16 @@ func (fl *Fleet) markLocked(s *fleetSlots) {
 	default:
 	}
 }
+
+// DeadAfter is how long a replica's heartbeat may miss before the others
+// take its slots back: two heartbeats and a half (the half absorbs a late
+// beat).
+func (fl *Fleet) DeadAfter() time.Duration { return fl.beat*2 + fl.beat/2 }
+
+// beatGap is the silence, in beats from anyone on a backend, after which
+// nobody is judged dead until beats ran for DeadAfter again: a heartbeat
+// and a half, so that gap + a heartbeat ≤ DeadAfter (beatLua).
+func (fl *Fleet) beatGap() time.Duration { return fl.beat + fl.beat/2 }
 
 // member names a new slot lease.
 func (fl *Fleet) member() string {

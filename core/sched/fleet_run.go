@@ -20,7 +20,8 @@ var ErrAbandoned = errors.New("sched: fleet abandoned")
 // backends with local waiters (woken by Fair, by other replicas' release
 // notices on the pub/sub channel, and by a safety timer), gives idle
 // slots back after the grace or at once when another replica bids,
-// renews its leases every SlotLease/3, pushes users' service, and probes
+// beats its heartbeat and renews its leases every Heartbeat, pushes
+// users' service, and probes
 // Redis while it is down. On ctx done it gives back its idle slots and
 // withdraws its bids.
 func (fl *Fleet) Run(ctx context.Context) {
@@ -69,7 +70,7 @@ func (fl *Fleet) housekeep(ctx context.Context, now time.Time, t *loopTimes) {
 		}
 		return
 	}
-	if now.Sub(t.renew) >= fl.lease/3 {
+	if now.Sub(t.renew) >= fl.beat {
 		t.renew = now
 		if err := fl.renew(ctx, false); err != nil {
 			fl.trip(ctx, err)
@@ -207,9 +208,10 @@ func (fl *Fleet) process(ctx context.Context, s *fleetSlots) {
 func (fl *Fleet) claim(ctx context.Context, s *fleetSlots, offer []string, want int, key float64) ([]string, int, error) {
 	nNew := max(want-len(offer), 0)
 	now := time.Now().UnixMilli()
-	args := make([]any, 0, 11+len(offer)+nNew)
+	args := make([]any, 0, 13+len(offer)+nNew)
 	args = append(args, now, s.b.Capacity(), now+fl.lease.Milliseconds(), fl.replica, want,
-		strconv.FormatFloat(key, 'g', -1, 64), now+fleetBidTTL.Milliseconds(), fl.channel, s.msgFree, s.msgWant, len(offer))
+		strconv.FormatFloat(key, 'g', -1, 64), now+fleetBidTTL.Milliseconds(), fl.channel, s.msgFree, s.msgWant, len(offer),
+		fl.DeadAfter().Milliseconds(), fl.beatGap().Milliseconds())
 	for _, m := range offer {
 		args = append(args, m)
 	}
@@ -220,7 +222,7 @@ func (fl *Fleet) claim(ctx context.Context, s *fleetSlots, offer []string, want 
 	}
 	cctx, cancel := context.WithTimeout(ctx, fleetCall)
 	defer cancel()
-	res, err := claimScript.Run(cctx, fl.rdb, []string{s.kSlots, s.kBids, s.kBx}, args...).Int64Slice()
+	res, err := claimScript.Run(cctx, fl.rdb, []string{s.kSlots, s.kBids, s.kBx, s.kAlive, s.kClock}, args...).Int64Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("claim slots of backend %s: %w", s.b.Name, err)
 	}
@@ -236,8 +238,10 @@ func (fl *Fleet) claim(ctx context.Context, s *fleetSlots, offer []string, want 
 	return got, int(res[1]), nil
 }
 
-// renew extends every lease this replica holds and beats its heartbeat
-// (the count of live replicas sizes the shares while Redis is down).
+// renew beats this replica's heartbeat on each backend whose slots it
+// holds and extends those leases (renewScript), and beats the fleet-wide
+// heartbeat (the count of live replicas sizes the shares while Redis is
+// down).
 // With fill, slots in use beyond those held (after an outage) are leased
 // too while the pool has room. Lost leases are dropped.
 func (fl *Fleet) renew(ctx context.Context, fill bool) error {
@@ -253,7 +257,11 @@ func (fl *Fleet) renew(ctx context.Context, fill bool) error {
 				s.names = append(s.names, fl.member())
 			}
 		}
-		if n := len(s.names) + len(s.arb); n > 0 {
+		// A backend this replica bids for is beaten too, holding nothing:
+		// its beats must come every heartbeat (its claims come only every
+		// safety tick), or the others' silence on the backend would keep
+		// resetting the heartbeat clock and nobody dead would be swept.
+		if n := len(s.names) + len(s.arb); n > 0 || s.bidding {
 			jobs = append(jobs, job{s, append(append(make([]string, 0, n), s.names...), s.arb...)})
 		}
 	}
@@ -261,13 +269,13 @@ func (fl *Fleet) renew(ctx context.Context, fill bool) error {
 	now := time.Now().UnixMilli()
 	exp := now + fl.lease.Milliseconds()
 	for _, j := range jobs {
-		args := make([]any, 0, 3+len(j.names))
-		args = append(args, now, exp, j.s.b.Capacity())
+		args := make([]any, 0, 6+len(j.names))
+		args = append(args, now, exp, j.s.b.Capacity(), fl.replica, fl.DeadAfter().Milliseconds(), fl.beatGap().Milliseconds())
 		for _, m := range j.names {
 			args = append(args, m)
 		}
 		cctx, cancel := context.WithTimeout(ctx, fleetCall)
-		lost, err := renewScript.Run(cctx, fl.rdb, []string{j.s.kSlots}, args...).StringSlice()
+		lost, err := renewScript.Run(cctx, fl.rdb, []string{j.s.kSlots, j.s.kAlive, j.s.kClock}, args...).StringSlice()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("renew slots of backend %s: %w", j.s.b.Name, err)

@@ -29,9 +29,11 @@
 //   - 503 request_cancelled: ctx was cancelled before a slot was found.
 //
 // A request that fails on one backend and may be retried lists the
-// backends it has tried in Request.Exclude; the Admitter then prefers any
-// other candidate, and falls back to an excluded one only when no other
-// can serve.
+// backends it has tried in Request.Exclude; the Admitter then never gives
+// it an excluded backend while another candidate exists, even a full one
+// (Fair queues the retry for that one rather than take a tried backend's
+// free slot; LeastLoaded waits on the least loaded untried one), and
+// falls back to an excluded one only when no other can serve.
 //
 // # The lease lives in the Request
 //
@@ -127,7 +129,9 @@
 // # Fair: invariants
 //
 //   - Work conserving: no slot stays free while a request it may serve
-//     waits (except a retry that excluded it, above).
+//     waits (except a retry that excluded it, above: a slot such a retry
+//     refuses goes to its user's next waiter it may serve, among the
+//     next few, rather than idle behind it).
 //   - Deficits are bounded: −cost ≤ D ≤ max(BurstCredit, Quantum)·w after
 //     a dispatch, so no user banks credit while uncontended, and a debt
 //     (only from a promoted dispatch) is never more than one request's
@@ -195,10 +199,25 @@
 // claim: it stays only if no lower bid waits, else it is released and
 // announced. Any slot a claim leaves free while others bid (set aside
 // for a lower bid) is announced too, so the better bidder claims it at
-// once rather than at its safety tick. Leases are renewed every SlotLease/3; a replica that dies
-// stops renewing, so its slots expire within SlotLease and the replicas
-// waiting claim them at their next safety tick (500 ms; nothing
-// announces an expiry); its bid lapses after 2 s. Waiting is event-
+// once rather than at its safety tick.
+//
+// Heartbeats. Every Heartbeat (SlotLease/4, at most 1 s) a replica beats
+// a heartbeat on each backend whose slots it holds and renews those
+// leases, in one script per backend (renewScript); every claim beats the
+// claimer's too. Both scripts first take back the slots of any replica
+// whose last beat there is older than DeadAfter (2.5 heartbeats, 2.5 s
+// by default): a replica that dies (SIGKILL, a crash, a lost host) stops
+// beating, and its slots come back after about two heartbeats instead
+// of at the end of their leases (10 s: that halved capacity after a
+// replica was killed), claimed by the waiting replicas at their next
+// claim (their safety tick, 500 ms, at the latest; nothing announces a
+// death); its bid lapses after 2 s. A missing beat is taken for a death
+// only while beats kept coming from the others: after a silence of more
+// than 1.5 heartbeats on a backend (Redis stalled or restarted, or every
+// replica was), nobody is judged until beats have run for DeadAfter
+// again, so a stall of Redis itself frees nobody's slots. The lease
+// itself (SlotLease) is what bounds a replica that can reach nobody, as
+// before. Waiting is event-
 // driven: Fair's demand, release and demand notices from the channel,
 // and that slow safety timer; nothing polls Redis in a loop.
 //
@@ -227,10 +246,13 @@
 // script, so while Redis is up and replicas renew in time, the live
 // leases of a backend never exceed max_concurrent (the caller's value:
 // replicas must agree on it) and no replica serves beyond its leases:
-// the cap is exact. It can be exceeded only (1) by a replica stalled
-// longer than SlotLease whose requests still run (renewal then finds the
-// leases lost and it does not reuse them: at most its slots in use, for
-// those requests' time), (2) after a Redis restart until each replica's
+// the cap is exact. A replica killed gives nothing away early: its
+// connections to the backends close with it, so its slots are free when
+// the others take them back. The cap can be exceeded only (1) by a
+// replica stalled (SIGSTOP, a frozen VM) longer than DeadAfter while the
+// others beat, or longer than SlotLease, whose requests still run
+// (renewal then finds the leases lost and it does not reuse them: at
+// most its slots in use, for those requests' time), (2) after a Redis restart until each replica's
 // next renewal re-leases its slots in use while room remains (at most
 // the slots in use fleet-wide not yet re-leased), (3) while Redis is
 // down, below. Shares: a slot goes to the lowest bid at the moment of
@@ -249,8 +271,9 @@
 // Redis down. The first failed call trips a breaker (logged once, and
 // once when it closes): each replica then schedules alone with
 // max(1, max_concurrent / live replicas) slots per backend, where live is
-// the number of replicas whose heartbeat (a sorted set beaten every
-// SlotLease/3) was current at this replica's last beat (a replica that
+// the number of replicas whose fleet-wide heartbeat (a sorted set
+// beaten every Heartbeat, each entry current for SlotLease) was current
+// at this replica's last beat (a replica that
 // never reached Redis counts itself alone); the sum stays
 // within max_concurrent when that count is right (with the "at least 1"
 // rounding, up to one slot per replica more). No request waits on Redis

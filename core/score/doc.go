@@ -13,6 +13,10 @@
 //   - an admin has not disabled or drained it — FailDisabled, FailDraining;
 //   - discovery found it healthy — FailUnhealthy — and an adapter plugin
 //     serves its engine — FailNoAdapter;
+//   - its circuit breaker lets a request through (closed, or half-open
+//     with its one probe not yet out) — FailBreaker: a backend failing
+//     live requests gets none but its probe, so neither a first attempt
+//     nor a retry is placed on it while it is open;
 //   - the model can do what the request needs (Needs), as far as discovery
 //     knows the model's capabilities: an embeddings request needs
 //     "embedding" (FailEmbedding); a generation request may not go to an

@@ -25,6 +25,7 @@ const (
 	FailTools      = "tools"
 	FailStructured = "structured_output"
 	FailMemory     = "memory"
+	FailBreaker    = "breaker_open"
 )
 
 // Marks in sched.Candidate.Parts that are not score contributions.
@@ -165,6 +166,12 @@ func failed(b *backend.Backend, st *backend.Status, m *canon.DiscoveredModel, ne
 	}
 	if b.Adapter() == nil {
 		return FailNoAdapter
+	}
+	if !b.BreakerAllows() {
+		// Open, or half-open with its one probe out: a request placed here
+		// would be refused by the attempt (and, through the fast path,
+		// sent back to the backend that is failing it).
+		return FailBreaker
 	}
 	if f := capabilityFailure(m.Capabilities, needs); f != "" {
 		return f

@@ -122,6 +122,12 @@ func TestScorer_Constraints(t *testing.T) {
 		{"no adapter", func(b *backend.Backend) {
 			b.SetStatus(&backend.Status{Healthy: true, Models: map[string]canon.DiscoveredModel{"m": {Name: "m"}}}, nil)
 		}, Needs{}, FailNoAdapter},
+		{"breaker open", func(b *backend.Backend) {
+			for range backend.BreakerThreshold {
+				tk, _ := b.TryAttempt()
+				b.ReportFailure(tk)
+			}
+		}, Needs{}, FailBreaker},
 		{"embedding", func(b *backend.Backend) { setModel(b, caps(canon.CapCompletion)) }, Needs{Embed: true}, FailEmbedding},
 		{"completion", func(b *backend.Backend) { setModel(b, caps(canon.CapEmbedding)) }, Needs{Generate: true}, FailCompletion},
 		{"vision", func(b *backend.Backend) { setModel(b, caps(canon.CapCompletion, canon.CapTools)) }, Needs{Vision: true}, FailVision},

@@ -124,6 +124,7 @@ type upstream struct {
 	decW     jsonw.W        // its JSON for the observers (reused)
 	lease    sched.Lease
 	backend  *backend.Backend
+	brk      backend.Ticket // the current attempt's claim on its backend's breaker
 
 	tver, aver *pluginhost.Version
 	// tr is the attempt's translation (translation.go), chosen with its
@@ -158,7 +159,7 @@ func (up *upstream) reset(recordDecisions bool) {
 		up.decision.Reset()
 		r.Decision = &up.decision
 	}
-	up.lease, up.backend = nil, nil
+	up.lease, up.backend, up.brk = nil, nil, backend.Ticket{}
 	up.imgHeld = nil
 	up.tver, up.aver = nil, nil
 	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false

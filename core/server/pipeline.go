@@ -49,7 +49,8 @@ func (attempt) stage() outcome.Stage { return selfTimed }
 func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	for {
 		b := ex.backend
-		if !b.TryAttempt() {
+		tk, ok := b.TryAttempt()
+		if !ok {
 			// Its breaker opened, or its one half-open probe went to
 			// another request, since this one was admitted.
 			if !a.another(ex) {
@@ -57,10 +58,11 @@ func (a attempt) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 			}
 			continue
 		}
+		ex.brk = tk
 		ex.out.Attempts++
 		t := a.try(ex, b)
 		v := t.verdict()
-		v.report.to(b)
+		v.report.to(b, tk)
 		if !v.again {
 			return v.err
 		}

@@ -60,7 +60,7 @@ func (b *relayBody) Close() error {
 		ex.s.met.streams.Add(-1)
 		ex.s.met.disconnects.Add(1)
 		if ex.backend != nil {
-			reportAbandoned.to(ex.backend) // its first event came; the client left before seeing it
+			reportAbandoned.to(ex.backend, ex.brk) // its first event came; the client left before seeing it
 		}
 		ex.out.ClientGone, ex.out.Status = true, statusClientClosed
 		ex.s.finish(nil, ex)
@@ -91,9 +91,9 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 			s.log.LogAttrs(s.baseCtx, slog.LevelError, "panic relaying stream", slog.String("req_id", ex.id),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
 			ex.clientGone, ex.out.Status = true, 500
-			reportAbandoned.to(ex.backend)
+			reportAbandoned.to(ex.backend, ex.brk)
 		} else {
-			streamReport(broke).to(ex.backend) // retry.go
+			streamReport(broke).to(ex.backend, ex.brk) // retry.go
 		}
 		if ex.backendDone && !ex.clientGone {
 			// The backend said it is done, but its connection is reusable only

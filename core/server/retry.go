@@ -144,14 +144,15 @@ const (
 	reportAbandoned                      // tells nothing about the backend (the client left, nothing sent)
 )
 
-func (r breakerReport) to(b *backend.Backend) {
+// to reports r to b's breaker for the attempt that TryAttempt gave t.
+func (r breakerReport) to(b *backend.Backend, t backend.Ticket) {
 	switch r {
 	case reportSuccess:
-		b.ReportSuccess()
+		b.ReportSuccess(t)
 	case reportFailure:
-		b.ReportFailure()
+		b.ReportFailure(t)
 	case reportAbandoned:
-		b.ReportAbandoned()
+		b.ReportAbandoned(t)
 	}
 }
 
