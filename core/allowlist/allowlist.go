@@ -82,7 +82,7 @@ func (l *List) Allows(model string) bool {
 	// such as "llama3:*" names.
 	tagged := strings.Contains(m, ":")
 	for _, p := range l.pats {
-		if match(p, m) || !tagged && match(p, m+":latest") {
+		if match(p, m, "") || !tagged && match(p, m, ":latest") {
 			return true
 		}
 	}
@@ -96,15 +96,23 @@ func norm(s string) string {
 	return s
 }
 
-// match reports whether name matches the glob pat ("*" any run, "?" one
-// byte). Iterative with one backtrack point: linear in practice, never
-// exponential, whatever the pattern.
-func match(pat, name string) bool {
+// match reports whether the name a+b (two parts, so that no string is
+// built on the request path) matches the glob pat ("*" any run, "?" one
+// byte). Iterative with one backtrack point: never exponential, whatever
+// the pattern.
+func match(pat, a, b string) bool {
+	at := func(i int) byte {
+		if i < len(a) {
+			return a[i]
+		}
+		return b[i-len(a)]
+	}
+	size := len(a) + len(b)
 	p, n := 0, 0
 	star, mark := -1, 0
-	for n < len(name) {
+	for n < size {
 		switch {
-		case p < len(pat) && (pat[p] == '?' || pat[p] == name[n]):
+		case p < len(pat) && (pat[p] == '?' || pat[p] == at(n)):
 			p++
 			n++
 		case p < len(pat) && pat[p] == '*':
