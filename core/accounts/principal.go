@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mindrouter/mindrouter/core/allowlist"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/store"
 )
@@ -18,6 +19,10 @@ const defaultPeriodDays = 30
 func principal(c *store.Credential) auth.Principal {
 	u, g := &c.User, &c.Group
 	scopes := clampScopes(ParseScopes(c.Key.Scopes), g)
+	models := g.ModelAccess
+	if u.ModelAccess != nil {
+		models = *u.ModelAccess
+	}
 	days := g.BudgetPeriodDays
 	if days <= 0 {
 		days = defaultPeriodDays
@@ -32,6 +37,9 @@ func principal(c *store.Credential) auth.Principal {
 		UserID:  u.ID,
 		GroupID: g.ID,
 		KeyNum:  c.Key.ID,
+		// Compiled once per verified key (the principal is cached), so
+		// the request path only matches.
+		Models: allowlist.Compile(models),
 		Limits: auth.Limits{
 			TokenBudget:  pick(u.TokenBudget, g.TokenBudget),
 			BudgetPeriod: time.Duration(days) * 24 * time.Hour,

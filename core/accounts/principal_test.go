@@ -152,3 +152,30 @@ func TestCheckScopes(t *testing.T) {
 		}
 	}
 }
+
+func TestPrincipal_ModelAccess(t *testing.T) {
+	group := store.Group{ModelAccess: []string{"llama3*"}}
+	cases := []struct {
+		name     string
+		override *[]string
+		model    string
+		want     bool
+	}{
+		{"group list allows", nil, "llama3:8b", true},
+		{"group list hides", nil, "qwen3-8b", false},
+		{"user override replaces", &[]string{"qwen3*"}, "qwen3-8b", true},
+		{"user override hides the group's", &[]string{"qwen3*"}, "llama3:8b", false},
+		{"empty user override allows all", &[]string{}, "qwen3-8b", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cred := store.Credential{Key: store.APIKey{ID: 1, Prefix: "mr2_AbCdEfGh"}, User: store.User{ModelAccess: c.override}, Group: group}
+			if got := principal(&cred).Models.Allows(c.model); got != c.want {
+				t.Fatalf("Allows(%q) = %v, want %v", c.model, got, c.want)
+			}
+		})
+	}
+	if m := principal(&store.Credential{}).Models; !m.All() {
+		t.Fatal("no list anywhere must allow every model")
+	}
+}

@@ -53,6 +53,9 @@ type Options struct {
 	// Audit reads the request audit (ClickHouse or the embedded sink);
 	// nil answers /api/admin/audit/search and /{request_id} with 503.
 	Audit audit.Searcher
+	// Queue is the fair scheduler (queue.go); nil answers GET
+	// /api/admin/queue with no waiters (the least_loaded policy).
+	Queue Queue
 	Log   *slog.Logger
 	Now   func() time.Time
 }
@@ -62,18 +65,19 @@ const requestTimeout = 30 * time.Second
 
 // Handler serves the admin and self-service APIs. Safe for concurrent use.
 type Handler struct {
-	st       store.Store
-	keys     Invalidator
-	quotas   Quotas
-	backends Backends
-	audit    audit.Searcher
-	log      *slog.Logger
-	now      func() time.Time
+	st        store.Store
+	keys      Invalidator
+	quotas    Quotas
+	backends  Backends
+	audit     audit.Searcher
+	queueView Queue
+	log       *slog.Logger
+	now       func() time.Time
 }
 
 // New returns a Handler.
 func New(o Options) *Handler {
-	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, log: o.Log, now: o.Now}
+	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, queueView: o.Queue, log: o.Log, now: o.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -9,18 +9,19 @@ import (
 
 // groupIn is the body of POST and PATCH /groups….
 type groupIn struct {
-	Name             *string  `json:"name"`
-	DisplayName      *string  `json:"display_name"` // the reference's; accepted and ignored
-	Description      *string  `json:"description"`
-	TokenBudget      *int64   `json:"token_budget"`
-	BudgetPeriodDays *int     `json:"budget_period_days"`
-	RPM              *int     `json:"rpm_limit"`
-	MaxConcurrent    *int     `json:"max_concurrent"`
-	Weight           *float64 `json:"scheduler_weight"`
-	IsAdmin          *bool    `json:"is_admin"`
-	IsAuditor        *bool    `json:"is_auditor"`
-	KeyExpiryDays    *int     `json:"api_key_expiry_days"`
-	MaxKeys          *int     `json:"max_api_keys"`
+	Name             *string            `json:"name"`
+	DisplayName      *string            `json:"display_name"` // the reference's; accepted and ignored
+	Description      *string            `json:"description"`
+	TokenBudget      *int64             `json:"token_budget"`
+	BudgetPeriodDays *int               `json:"budget_period_days"`
+	RPM              *int               `json:"rpm_limit"`
+	MaxConcurrent    *int               `json:"max_concurrent"`
+	Weight           *float64           `json:"scheduler_weight"`
+	IsAdmin          *bool              `json:"is_admin"`
+	IsAuditor        *bool              `json:"is_auditor"`
+	KeyExpiryDays    *int               `json:"api_key_expiry_days"`
+	MaxKeys          *int               `json:"max_api_keys"`
+	ModelAccess      nullable[[]string] `json:"model_access"` // patterns; [] or null: every model
 }
 
 // newGroup has the reference's defaults for a group created without them.
@@ -67,6 +68,12 @@ func (in *groupIn) apply(g *store.Group) error {
 			return err
 		}
 		g.Weight = *in.Weight
+	}
+	if in.ModelAccess.Set {
+		if err := checkModelAccess("model_access", in.ModelAccess.V); err != nil {
+			return err
+		}
+		g.ModelAccess = in.ModelAccess.V // null leaves V nil: every model
 	}
 	if in.IsAdmin != nil {
 		g.IsAdmin = *in.IsAdmin

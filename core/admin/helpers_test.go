@@ -50,6 +50,7 @@ type env struct {
 
 type envOpts struct {
 	noQuotas, noBackends bool
+	queue                Queue
 }
 
 func newEnv(t *testing.T, opts ...envOpts) *env {
@@ -90,7 +91,7 @@ func newEnvStore(t *testing.T, st store.Store, o envOpts) *env {
 	}
 	var log *slog.Logger
 	log, e.logs = testutil.CaptureLogger(slog.LevelDebug)
-	opts := Options{Store: st, Keys: e.keys, Log: log}
+	opts := Options{Store: st, Keys: e.keys, Log: log, Queue: o.queue}
 	if !o.noQuotas {
 		e.quotas = &recQuotas{}
 		opts.Quotas = e.quotas

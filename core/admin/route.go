@@ -61,6 +61,8 @@ var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/quotas/{user_id}", fn: (*Handler).quotaUsage},
 	{method: "POST", pattern: "/api/admin/quotas/{user_id}/reset", fn: (*Handler).quotaReset},
 
+	{method: "GET", pattern: "/api/admin/queue", fn: (*Handler).queue},
+
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
 	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},
 	{method: "GET", pattern: "/api/admin/audit/{request_id:text}", fn: (*Handler).auditGet},

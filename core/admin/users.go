@@ -21,6 +21,9 @@ type userIn struct {
 	RPMOverride           nullable[int]     `json:"rpm_limit_override"`
 	MaxConcurrentOverride nullable[int]     `json:"max_concurrent_override"`
 	WeightOverride        nullable[float64] `json:"weight_override"`
+	// ModelAccess replaces the group's model allowlist ([]: every
+	// model; null: back to the group's).
+	ModelAccess nullable[[]string] `json:"model_access"`
 
 	// The reference's fields, accepted and ignored (see the package doc).
 	Password    *string `json:"password"`
@@ -76,6 +79,7 @@ func applyOverrides(in *userIn, u *store.User) error {
 		override(in.RPMOverride, &u.RPM, func(v int) error { return checkRange("rpm_limit_override", v, 0, maxRPM) }),
 		override(in.MaxConcurrentOverride, &u.MaxConcurrent, func(v int) error { return checkRange("max_concurrent_override", v, 0, maxConcurrent) }),
 		override(in.WeightOverride, &u.Weight, func(v float64) error { return checkWeight("weight_override", v) }),
+		override(in.ModelAccess, &u.ModelAccess, func(v []string) error { return checkModelAccess("model_access", v) }),
 	)
 }
 

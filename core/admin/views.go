@@ -24,6 +24,7 @@ type userView struct {
 	RPMOverride           *int      `json:"rpm_limit_override"`
 	MaxConcurrentOverride *int      `json:"max_concurrent_override"`
 	WeightOverride        *float64  `json:"weight_override"`
+	ModelAccess           *[]string `json:"model_access"` // null: the group's
 	CreatedAt             time.Time `json:"created_at"`
 	UpdatedAt             time.Time `json:"updated_at"`
 }
@@ -32,7 +33,7 @@ func viewUser(u store.User, groupName string) userView {
 	return userView{
 		ID: u.ID, Username: u.Username, Email: u.Email, FullName: u.FullName, GroupID: u.GroupID, GroupName: groupName,
 		IsActive: u.Active, TokenBudgetOverride: u.TokenBudget, RPMOverride: u.RPM, MaxConcurrentOverride: u.MaxConcurrent,
-		WeightOverride: u.Weight, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+		WeightOverride: u.Weight, ModelAccess: u.ModelAccess, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
 	}
 }
 
@@ -50,6 +51,7 @@ type groupView struct {
 	IsAuditor        bool      `json:"is_auditor"`
 	KeyExpiryDays    int       `json:"api_key_expiry_days"`
 	MaxKeys          int       `json:"max_api_keys"`
+	ModelAccess      []string  `json:"model_access"` // []: every model
 	UserCount        *int      `json:"user_count,omitempty"`
 	CreatedAt        time.Time `json:"created_at"`
 	UpdatedAt        time.Time `json:"updated_at"`
@@ -60,7 +62,7 @@ func viewGroup(g store.Group) groupView {
 		ID: g.ID, Name: g.Name, DisplayName: g.Name, Description: g.Description, TokenBudget: g.TokenBudget,
 		BudgetPeriodDays: g.BudgetPeriodDays, RPM: g.RPM, MaxConcurrent: g.MaxConcurrent, Weight: g.Weight,
 		IsAdmin: g.IsAdmin, IsAuditor: g.IsAuditor, KeyExpiryDays: g.KeyExpiryDays, MaxKeys: g.MaxKeys,
-		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
+		ModelAccess: append([]string{}, g.ModelAccess...), CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/mindrouter/mindrouter/core/allowlist"
 )
 
 // KeyPrefix starts every MindRouter API key.
@@ -50,6 +52,9 @@ type Principal struct {
 	UserID, GroupID, KeyNum int64
 	// Limits are the user's effective limits (overrides, else the group's).
 	Limits Limits
+	// Models is the models the caller may use (the user's override, else
+	// the group's allowlist); nil allows every model. Shared, read-only.
+	Models *allowlist.List
 }
 
 // Limits are a user's quotas. Zero means unlimited.

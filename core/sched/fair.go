@@ -109,6 +109,7 @@ type Fair struct {
 	rank2    []*backend.Backend // Rank's scratch for dispatch checks
 	scratch  Decision           // the Decision Rank fills when not recording
 	aside    []*flow            // markPassedLocked's scratch
+	service  serviceLog         // recent service per group (fair_snapshot.go)
 	onGrant  func(w *waiter)    // the simulation hears of each grant
 }
 
@@ -307,6 +308,7 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 					f.fleet.charge(req.User, f.costOf(req))
 				}
 				fl.idleSince = f.clock.Now() // active: no burst credit accrues
+				f.noteServedLocked(req, f.costOf(req))
 				if d.Record {
 					d.Chosen = b.Name
 					d.Deficit, d.Weight = fl.d0, weightOf(req)
@@ -659,6 +661,7 @@ func (f *Fair) grantLocked(w *waiter, b *backend.Backend, promoted bool) {
 	if f.fleet != nil {
 		f.fleet.charge(req.User, w.cost)
 	}
+	f.noteServedLocked(req, w.cost)
 	w.granted = b
 	req.lease.grantFor(b, f)
 	f.grants++

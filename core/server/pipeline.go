@@ -357,6 +357,7 @@ func (models) stage() outcome.Stage { return outcome.StageRespond }
 
 func (models) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	list := ex.s.reg.Models()
+	ex.visibleModels(&list) // access.go
 	one := ""
 	if ex.route.oneModel() {
 		m, err := pickModel(ex, &list)

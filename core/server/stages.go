@@ -41,17 +41,17 @@ func (s *Server) buildChains() map[sdk.Endpoint][]stage {
 	limit := limitStage{s.limiter}
 	call := attempt{s: s, max: s.cfg.Retries.MaxAttempts, timeout: s.cfg.Retries.AttemptTimeout.D()}
 	return map[sdk.Endpoint][]stage{
-		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, budget{}, admit{s.admitter},
+		sdk.EndpointChat: {authn, limit, readBody{s}, precheck{s}, decode{}, access{}, budget{}, admit{s.admitter},
 			call, respond{}},
 		// A Responses request is a chat request whose body the Keeper
 		// first completes with the stored history.
-		sdk.EndpointResponses: {authn, limit, readBody{s}, keep{s.keeper}, precheck{s}, decode{}, budget{}, admit{s.admitter},
+		sdk.EndpointResponses: {authn, limit, readBody{s}, keep{s.keeper}, precheck{s}, decode{}, access{}, budget{}, admit{s.admitter},
 			call, respond{}},
-		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, budget{unary: true}, admit{s.admitter},
+		sdk.EndpointEmbedding: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Embed}, access{}, budget{unary: true}, admit{s.admitter},
 			call, respond{}},
-		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
+		sdk.EndpointRerank: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, access{}, budget{unary: true}, admit{s.admitter},
 			call, respond{}},
-		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, budget{unary: true}, admit{s.admitter},
+		sdk.EndpointScore: {authn, limit, readBody{s}, precheck{s}, unaryDecode{&plugcall.Rerank}, access{}, budget{unary: true}, admit{s.admitter},
 			call, respond{}},
 		// A one-model route (POST /api/show) reads and pre-checks its
 		// body for the model field; a list route has no body to read.

@@ -30,6 +30,7 @@ func (t tokenize) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 		return err
 	}
 	list := t.s.reg.Models()
+	ex.visibleModels(&list) // access.go
 	m, ok := findModel(&list, ex.req.Model)
 	if !ok {
 		return errUnknownModel(ex.req.Model)

@@ -37,8 +37,11 @@ type Group struct {
 	IsAuditor        bool    // members' keys may get the audit (read-only admin) scope
 	KeyExpiryDays    int     // new keys expire after this many days (0: never)
 	MaxKeys          int     // active keys per user (0: unlimited)
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// ModelAccess is the model allowlist of its members (patterns, see
+	// core/allowlist); empty allows every model.
+	ModelAccess []string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // User is an account. Override fields, when not nil, replace the group's.
@@ -53,8 +56,11 @@ type User struct {
 	RPM           *int
 	MaxConcurrent *int
 	Weight        *float64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// ModelAccess, when not nil, replaces the group's model allowlist
+	// (an empty list: every model).
+	ModelAccess *[]string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Key statuses.

@@ -41,9 +41,11 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
   users list     [--group NAME] [--search TEXT] [--skip N] [--limit N]
   users create   --username NAME --group NAME [--email E] [--full-name F]
                  [--token-budget N] [--rpm N] [--max-concurrent N] [--weight W]
+                 [--models 'llama3*,openai/*']   (a model allowlist replacing the group's)
   users update   USER [--username] [--email] [--full-name] [--group] [--active=BOOL]
                  [--token-budget N|default] [--rpm N|default] [--max-concurrent N|default]
-                 [--weight W|default]      (default: back to the group's value)
+                 [--weight W|default] [--models PATTERNS|default]
+                 (default: back to the group's value; --models '' allows every model)
   users delete   USER
   keys create    USER [--name NAME] [--scopes inference,admin,audit] [--expires TIME|never]
   keys import    USER --prefix mr2_XXXXXXXX --hash '$argon2id$…' [--name NAME] [--scopes …] [--expires …]
@@ -56,6 +58,7 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
   groups create  --name NAME [--description D] [--token-budget N] [--period-days N] [--rpm N]
                  [--max-concurrent N] [--weight W] [--admin] [--auditor]
                  [--key-expiry-days N] [--max-keys N]
+                 [--models 'llama3*,openai/*']   (model allowlist; '' or default: every model)
   groups update  GROUP [the create flags]
   groups delete  GROUP
   quota show     USER
@@ -375,7 +378,7 @@ var adminCommands = map[string]adminCommand{
 		return admin.Request{Method: "DELETE", Path: "/api/admin/api-keys/" + args[0]}, nil
 	}, show: showObject},
 	"groups list": {build: get("/api/admin/groups"), show: showList("groups", []string{"id", "name", "token_budget", "budget_period_days", "rpm_limit",
-		"max_concurrent", "scheduler_weight", "is_admin", "is_auditor", "api_key_expiry_days", "max_api_keys", "user_count"})},
+		"max_concurrent", "scheduler_weight", "is_admin", "is_auditor", "api_key_expiry_days", "max_api_keys", "model_access", "user_count"})},
 	"groups create": {flags: groupFlags, build: post("/api/admin/groups"), show: showObject},
 	"groups update": {args: 1, flags: groupFlags,
 		build: func(ctx context.Context, a *adminEnv, args []string, body map[string]any) (admin.Request, error) {
@@ -445,6 +448,7 @@ var userFlags = fieldSpecs{
 	{"group", "group", "string"}, {"active", "is_active", "bool"},
 	{"token-budget", "token_budget_override", "nullint"}, {"rpm", "rpm_limit_override", "nullint"},
 	{"max-concurrent", "max_concurrent_override", "nullint"}, {"weight", "weight_override", "nullfloat"},
+	{"models", "model_access", "patterns"},
 }
 
 var groupFlags = fieldSpecs{
@@ -452,6 +456,7 @@ var groupFlags = fieldSpecs{
 	{"period-days", "budget_period_days", "int"}, {"rpm", "rpm_limit", "int"}, {"max-concurrent", "max_concurrent", "int"},
 	{"weight", "scheduler_weight", "float"}, {"admin", "is_admin", "bool"}, {"auditor", "is_auditor", "bool"},
 	{"key-expiry-days", "api_key_expiry_days", "int"}, {"max-keys", "max_api_keys", "int"},
+	{"models", "model_access", "patterns"},
 }
 
 func get(path string) func(context.Context, *adminEnv, []string, map[string]any) (admin.Request, error) {
@@ -625,6 +630,19 @@ func convert(s fieldSpec, raw string) (any, error) {
 			return nil, fmt.Errorf("--%s: %q is not a number", s.flag, raw)
 		}
 		return f, nil
+	case "patterns":
+		// A model allowlist: "default" is null (a user back to the
+		// group's list, a group to every model), "" an empty list.
+		if raw == "default" {
+			return nil, nil
+		}
+		out := []string{}
+		for p := range strings.SplitSeq(raw, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out, nil
 	case "csv":
 		var out []string
 		for p := range strings.SplitSeq(raw, ",") {

@@ -355,3 +355,26 @@ func TestAdminCmd_NodesBackendsAuditLog(t *testing.T) {
 	}
 	c.fails("takes 0 argument(s)", "audit-log", "extra")
 }
+
+// TestAdminCmd_ModelAccess: --models sets a group's allowlist and a
+// user's override; "default" returns the user to the group's list.
+func TestAdminCmd_ModelAccess(t *testing.T) {
+	c := newCLI(t, "")
+	g := c.json("groups", "create", "--name", "lab", "--models", "llama3*, openai/*")
+	if fmt.Sprint(g["model_access"]) != "[llama3* openai/*]" {
+		t.Fatalf("groups create --models: %v", g["model_access"])
+	}
+	u := c.json("users", "create", "--username", "kim", "--group", "lab", "--models", "qwen3*")
+	if fmt.Sprint(u["model_access"]) != "[qwen3*]" {
+		t.Fatalf("users create --models: %v", u["model_access"])
+	}
+	all := c.json("users", "update", "kim", "--models", "")
+	if user, _ := all["user"].(map[string]any); user == nil || fmt.Sprint(user["model_access"]) != "[]" {
+		t.Fatalf("users update --models '': %v", all)
+	}
+	back := c.json("users", "update", "kim", "--models", "default")
+	if user, _ := back["user"].(map[string]any); user == nil || user["model_access"] != nil {
+		t.Fatalf("users update --models default: %v", back)
+	}
+	c.fails("model_access: pattern 0: must not contain spaces", "groups", "update", "lab", "--models", "a\tb")
+}

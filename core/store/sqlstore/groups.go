@@ -2,17 +2,18 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/mindrouter/mindrouter/core/store"
 )
 
 const groupCols = "g.id, g.name, g.description, g.token_budget, g.budget_period_days, g.rpm, g.max_concurrent, " +
-	"g.weight, g.is_admin, g.is_auditor, g.key_expiry_days, g.max_keys, g.created_at, g.updated_at"
+	"g.weight, g.is_admin, g.is_auditor, g.key_expiry_days, g.max_keys, " + groupAccessCol + ", g.created_at, g.updated_at"
 
 func groupDest(g *store.Group) []any {
 	return []any{&g.ID, &g.Name, &g.Description, &g.TokenBudget, &g.BudgetPeriodDays, &g.RPM, &g.MaxConcurrent,
-		&g.Weight, &g.IsAdmin, &g.IsAuditor, &g.KeyExpiryDays, &g.MaxKeys, timeDest{&g.CreatedAt}, timeDest{&g.UpdatedAt}}
+		&g.Weight, &g.IsAdmin, &g.IsAuditor, &g.KeyExpiryDays, &g.MaxKeys, accessDest{&g.ModelAccess}, timeDest{&g.CreatedAt}, timeDest{&g.UpdatedAt}}
 }
 
 // CreateGroup inserts g and sets its ID, CreatedAt and UpdatedAt. A
@@ -20,15 +21,21 @@ func groupDest(g *store.Group) []any {
 func (s *Store) CreateGroup(ctx context.Context, g *store.Group) error {
 	groupDefaults(g)
 	t := now()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO user_groups (name, description, token_budget, budget_period_days, rpm,
+	var id int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO user_groups (name, description, token_budget, budget_period_days, rpm,
   max_concurrent, weight, is_admin, is_auditor, key_expiry_days, max_keys, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		g.Name, g.Description, g.TokenBudget, g.BudgetPeriodDays, g.RPM, g.MaxConcurrent, g.Weight,
-		g.IsAdmin, g.IsAuditor, g.KeyExpiryDays, g.MaxKeys, tv(t), tv(t))
-	if err != nil {
-		return fail(err, fmt.Sprintf("create group %q", g.Name))
-	}
-	id, err := res.LastInsertId()
+			g.Name, g.Description, g.TokenBudget, g.BudgetPeriodDays, g.RPM, g.MaxConcurrent, g.Weight,
+			g.IsAdmin, g.IsAuditor, g.KeyExpiryDays, g.MaxKeys, tv(t), tv(t))
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		return setGroupAccess(ctx, tx, id, g.ModelAccess)
+	})
 	if err != nil {
 		return fail(err, fmt.Sprintf("create group %q", g.Name))
 	}
@@ -73,13 +80,20 @@ func (s *Store) Groups(ctx context.Context) ([]store.Group, error) {
 func (s *Store) UpdateGroup(ctx context.Context, g *store.Group) error {
 	groupDefaults(g)
 	t := now()
-	res, err := s.db.ExecContext(ctx, `UPDATE user_groups SET name = ?, description = ?, token_budget = ?,
+	what := fmt.Sprintf("update group %d", g.ID)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE user_groups SET name = ?, description = ?, token_budget = ?,
   budget_period_days = ?, rpm = ?, max_concurrent = ?, weight = ?, is_admin = ?, is_auditor = ?,
   key_expiry_days = ?, max_keys = ?, updated_at = ? WHERE id = ?`,
-		g.Name, g.Description, g.TokenBudget, g.BudgetPeriodDays, g.RPM, g.MaxConcurrent, g.Weight,
-		g.IsAdmin, g.IsAuditor, g.KeyExpiryDays, g.MaxKeys, tv(t), g.ID)
-	if err := affected(res, err, fmt.Sprintf("update group %d", g.ID)); err != nil {
-		return err
+			g.Name, g.Description, g.TokenBudget, g.BudgetPeriodDays, g.RPM, g.MaxConcurrent, g.Weight,
+			g.IsAdmin, g.IsAuditor, g.KeyExpiryDays, g.MaxKeys, tv(t), g.ID)
+		if err := rowsAffected(res, err); err != nil {
+			return err
+		}
+		return setGroupAccess(ctx, tx, g.ID, g.ModelAccess)
+	})
+	if err != nil {
+		return fail(err, what)
 	}
 	g.UpdatedAt = t
 	return nil

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -9,11 +10,11 @@ import (
 )
 
 const userCols = "u.id, u.username, u.email, u.full_name, u.group_id, u.active, u.token_budget, u.rpm, " +
-	"u.max_concurrent, u.weight, u.created_at, u.updated_at"
+	"u.max_concurrent, u.weight, " + userAccessCol + ", u.created_at, u.updated_at"
 
 func userDest(u *store.User) []any {
 	return []any{&u.ID, &u.Username, &u.Email, &u.FullName, &u.GroupID, &u.Active, &u.TokenBudget, &u.RPM,
-		&u.MaxConcurrent, &u.Weight, timeDest{&u.CreatedAt}, timeDest{&u.UpdatedAt}}
+		&u.MaxConcurrent, &u.Weight, userAccessDest{&u.ModelAccess}, timeDest{&u.CreatedAt}, timeDest{&u.UpdatedAt}}
 }
 
 // CreateUser inserts u and sets its ID, CreatedAt and UpdatedAt.
@@ -21,13 +22,19 @@ func userDest(u *store.User) []any {
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	t := now()
 	what := fmt.Sprintf("create user %q", u.Username)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO users (username, email, full_name, group_id, active,
+	var id int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO users (username, email, full_name, group_id, active,
   token_budget, rpm, max_concurrent, weight, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		u.Username, u.Email, u.FullName, u.GroupID, u.Active, u.TokenBudget, u.RPM, u.MaxConcurrent, u.Weight, tv(t), tv(t))
-	if err != nil {
-		return fail(err, what)
-	}
-	id, err := res.LastInsertId()
+			u.Username, u.Email, u.FullName, u.GroupID, u.Active, u.TokenBudget, u.RPM, u.MaxConcurrent, u.Weight, tv(t), tv(t))
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		return setUserAccess(ctx, tx, id, u.ModelAccess)
+	})
 	if err != nil {
 		return fail(err, what)
 	}
@@ -110,11 +117,18 @@ func escapeLike(s string) string {
 // UpdateUser writes every field of u but CreatedAt, and sets UpdatedAt.
 func (s *Store) UpdateUser(ctx context.Context, u *store.User) error {
 	t := now()
-	res, err := s.db.ExecContext(ctx, `UPDATE users SET username = ?, email = ?, full_name = ?, group_id = ?,
+	what := fmt.Sprintf("update user %d", u.ID)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET username = ?, email = ?, full_name = ?, group_id = ?,
   active = ?, token_budget = ?, rpm = ?, max_concurrent = ?, weight = ?, updated_at = ? WHERE id = ?`,
-		u.Username, u.Email, u.FullName, u.GroupID, u.Active, u.TokenBudget, u.RPM, u.MaxConcurrent, u.Weight, tv(t), u.ID)
-	if err := affected(res, err, fmt.Sprintf("update user %d", u.ID)); err != nil {
-		return err
+			u.Username, u.Email, u.FullName, u.GroupID, u.Active, u.TokenBudget, u.RPM, u.MaxConcurrent, u.Weight, tv(t), u.ID)
+		if err := rowsAffected(res, err); err != nil {
+			return err
+		}
+		return setUserAccess(ctx, tx, u.ID, u.ModelAccess)
+	})
+	if err != nil {
+		return fail(err, what)
 	}
 	u.UpdatedAt = t
 	return nil

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SeedGroups", testSeedGroups},
 		{"SeedGroupsNotWhenGroupsExist", testSeedGroupsNotWhenGroupsExist},
 		{"Groups", testGroups},
+		{"ModelAccess", testModelAccess},
 		{"Users", testUsers},
 		{"UsersFilter", testUsersFilter},
 		{"DeleteUserCascades", testDeleteUserCascades},
