@@ -53,6 +53,8 @@ type Config struct {
 	Retries   Retries   `yaml:"retries"`
 	Breaker   Breaker   `yaml:"breaker"`
 	Responses Responses `yaml:"responses"`
+	// CORS answers browsers on other origins (cors.go); off by default.
+	CORS CORS `yaml:"cors"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -486,7 +488,8 @@ func Default() *Config {
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
-		dir: ".",
+		CORS: defaultCORS(),
+		dir:  ".",
 	}
 }
 
@@ -574,6 +577,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateNodes(add)
+	c.validateCORS(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}

@@ -57,6 +57,15 @@ backends:
 		{"negative admin rate", "limits: {admin: {requests_per_minute: -1}}\n", "limits.admin.requests_per_minute"},
 		{"negative admin concurrency", "limits: {admin: {max_concurrent: -1}}\n", "limits.admin.max_concurrent"},
 		{"unknown admin limit", "limits: {admin: {rpm: 5}}\n", "rpm"},
+		{"cors", "cors: {allowed_origins: ['https://chat.example.edu', 'http://localhost:3000'], allow_credentials: true}\n", ""},
+		{"cors any origin", "cors: {allowed_origins: ['*'], max_age: 1h}\n", ""},
+		{"cors credentials with any origin", "cors: {allowed_origins: ['*'], allow_credentials: true}\n", "cors.allow_credentials: not with"},
+		{"cors origin with path", "cors: {allowed_origins: ['https://chat.example.edu/app']}\n", "cors.allowed_origins[0]"},
+		{"cors origin without scheme", "cors: {allowed_origins: ['chat.example.edu']}\n", "cors.allowed_origins[0]"},
+		{"cors lower-case method", "cors: {allowed_origins: ['*'], allowed_methods: [post]}\n", "cors.allowed_methods[0]"},
+		{"cors bad header", "cors: {allowed_origins: ['*'], expose_headers: ['a b']}\n", "cors.expose_headers[0]"},
+		{"cors long max age", "cors: {allowed_origins: ['*'], max_age: 48h}\n", "cors.max_age"},
+		{"cors credentials while off", "cors: {allow_credentials: true}\n", "cors.allow_credentials: needs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
