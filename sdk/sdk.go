@@ -193,6 +193,13 @@ type Route struct {
 	// Routing says where the routing fields live in the route's JSON body,
 	// so the host can read them natively before any plugin call.
 	Routing *Routing `json:"routing,omitempty"`
+	// Public marks a models route that answers without a key, for the
+	// connectivity probes clients send before they have one (Ollama's
+	// GET / and /api/version). The host gives it an empty model list, so
+	// its answer names nothing. On a route of another kind, or one about
+	// one model, it is ignored (a key is asked for), as by a host that
+	// predates the field.
+	Public bool `json:"public,omitempty"`
 }
 
 // EndpointKind returns Kind, or Name for a route that declares none.

@@ -39,6 +39,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 		ctx.SetConnectionClose()
 		return // nobody to answer
 	}
+	challenge(ctx, status)
 	ce := e.Canon(ex.id)
 	ce.Status = status
 	ce.Message = logredact.Truncate(ce.Message, maxClientMessage)

@@ -396,6 +396,7 @@ func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
 func (s *Server) metricsAuthorized(ctx *fasthttp.RequestCtx) bool {
 	if !s.metricsKeyOK(ctx) {
 		ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+		challenge(ctx, fasthttp.StatusUnauthorized)
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
 		return false
 	}
