@@ -83,7 +83,7 @@ func nativeError(dst []byte, e *canon.Error) []byte {
 	w.Key("message")
 	w.Str(e.Message)
 	w.Key("type")
-	w.Str(string(e.Type))
+	w.Str(apierr.OpenAIType(e.Type, e.Status)) // OpenAI's name, not the canonical one
 	w.Key("param")
 	if e.Param == "" {
 		w.Null()
