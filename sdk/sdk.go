@@ -206,6 +206,13 @@ type Route struct {
 	// body, refuses a request carrying two different keys, and removes
 	// the key from logs, audit rows, errors and MetaQuery.
 	Credentials []string `json:"credentials,omitempty"`
+	// Public marks a models route that answers without a key, for the
+	// connectivity probes clients send before they have one (Ollama's
+	// GET / and /api/version). The host gives it an empty model list, so
+	// its answer names nothing. On a route of another kind, or one about
+	// one model, it is ignored (a key is asked for), as by a host that
+	// predates the field.
+	Public bool `json:"public,omitempty"`
 }
 
 // Places of a routing field, a selector or a credential outside the body

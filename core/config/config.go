@@ -53,6 +53,8 @@ type Config struct {
 	Retries   Retries   `yaml:"retries"`
 	Breaker   Breaker   `yaml:"breaker"`
 	Responses Responses `yaml:"responses"`
+	// CORS answers browsers on other origins (cors.go); off by default.
+	CORS CORS `yaml:"cors"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -520,9 +522,9 @@ func Default() *Config {
 		// default 32 MiB payload (8 images of max_bytes are not).
 		Images: Images{Fetch: true, MaxBytes: 10 << 20, Timeout: Duration(10 * time.Second), MaxPerRequest: 8,
 			MaxRequestBytes: 16 << 20, MaxBufferedBytes: 256 << 20},
-		DataDir:   "data",
-		Store:     Store{Driver: "sqlite", DSN: "mindrouter.db"},
-		Redis:     Redis{Timeout: Duration(200 * time.Millisecond)},
+		DataDir: "data",
+		Store:   Store{Driver: "sqlite", DSN: "mindrouter.db"},
+		Redis:   Redis{Timeout: Duration(200 * time.Millisecond)},
 		Accounts: Accounts{KeyCacheTTL: Duration(60 * time.Second), StaleIfError: Duration(5 * time.Minute),
 			StreamRecheck: Duration(time.Second)},
 		Scheduler: Scheduler{Policy: "fair", Fleet: "auto", SlotLease: Duration(10 * time.Second)},
@@ -534,7 +536,8 @@ func Default() *Config {
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
-		dir: ".",
+		CORS: defaultCORS(),
+		dir:  ".",
 	}
 }
 
@@ -622,6 +625,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateNodes(add)
+	c.validateCORS(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}

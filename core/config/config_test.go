@@ -64,6 +64,15 @@ backends:
 		{"images request budget under one image", "images: {max_bytes: 2097152, max_request_bytes: 1048576}\n", "images.max_request_bytes"},
 		{"images gateway budget under a request's", "images: {max_request_bytes: 33554432, max_buffered_bytes: 16777216}\n", "images.max_buffered_bytes"},
 		{"images budgets", "images: {max_request_bytes: 33554432, max_buffered_bytes: 1073741824}\n", ""},
+		{"cors", "cors: {allowed_origins: ['https://chat.example.edu', 'http://localhost:3000'], allow_credentials: true}\n", ""},
+		{"cors any origin", "cors: {allowed_origins: ['*'], max_age: 1h}\n", ""},
+		{"cors credentials with any origin", "cors: {allowed_origins: ['*'], allow_credentials: true}\n", "cors.allow_credentials: not with"},
+		{"cors origin with path", "cors: {allowed_origins: ['https://chat.example.edu/app']}\n", "cors.allowed_origins[0]"},
+		{"cors origin without scheme", "cors: {allowed_origins: ['chat.example.edu']}\n", "cors.allowed_origins[0]"},
+		{"cors lower-case method", "cors: {allowed_origins: ['*'], allowed_methods: [post]}\n", "cors.allowed_methods[0]"},
+		{"cors bad header", "cors: {allowed_origins: ['*'], expose_headers: ['a b']}\n", "cors.expose_headers[0]"},
+		{"cors long max age", "cors: {allowed_origins: ['*'], max_age: 48h}\n", "cors.max_age"},
+		{"cors credentials while off", "cors: {allow_credentials: true}\n", "cors.allow_credentials: needs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

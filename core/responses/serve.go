@@ -206,21 +206,9 @@ func nullable(dst []byte, s string) []byte {
 	return jsonw.String(dst, s)
 }
 
-// openAIType is the "type" OpenAI gives an error of e's kind: 404s and
-// 413s are invalid_request_error there too, and 5xx server_error.
-func openAIType(e *apierr.Error) string {
-	switch {
-	case e.Status == http.StatusUnauthorized:
-		return "authentication_error"
-	case e.Status == http.StatusForbidden:
-		return "permission_error"
-	case e.Status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case e.Status >= 500:
-		return "server_error"
-	}
-	return "invalid_request_error"
-}
+// openAIType is the "type" OpenAI gives an error of e's kind (one
+// mapping for every answer in OpenAI's shape the host writes itself).
+func openAIType(e *apierr.Error) string { return apierr.OpenAIType(e.Type, e.Status) }
 
 func apiNotFound(msg string) error { return apierr.New(canon.ErrNotFound, "", msg) }
 

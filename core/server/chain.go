@@ -41,6 +41,8 @@ type ownChains struct {
 	// noRoute answers a path or method no route has; unserved a plugin
 	// route whose endpoint kind has no chain here.
 	noRoute, unserved chain
+	// probe serves a plugin's public models routes (probe.go): no key.
+	probe chain
 }
 
 func (s *Server) buildOwnChains() ownChains {
@@ -64,6 +66,7 @@ func (s *Server) buildOwnChains() ownChains {
 			fail: failRoute, route: "responses-state", kind: string(sdk.EndpointResponses)},
 		noRoute:  chain{stages: []stage{noRoute{}}, fail: failRoute},
 		unserved: chain{stages: []stage{unserved{}}, fail: failRoute},
+		probe:    chain{stages: []stage{probe{}}, fail: failRoute},
 	}
 }
 
@@ -97,6 +100,9 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx) (chain, *route) {
 	stages, ok := s.chains[rt.kind]
 	if !ok {
 		return s.own.unserved, rt
+	}
+	if rt.public() {
+		return s.own.probe, rt
 	}
 	return chain{stages: stages, fail: failRoute}, rt
 }
@@ -156,6 +162,7 @@ func failDetail(_ *Server, ctx *fasthttp.RequestCtx, ex *exchange, err error) {
 	e := apierr.Public(err)
 	ex.out.Status, ex.out.ErrorCode, ex.out.Error = e.Status, e.Code, e.Error()
 	writeDetail(ctx, e.Status, e.Msg)
+	challenge(ctx, e.Status)
 	if e.Status == fasthttp.StatusTooManyRequests || e.Status == fasthttp.StatusServiceUnavailable {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(e.RetryAfterSeconds(), 1)))
 	}

@@ -44,7 +44,9 @@ const (
 // model has a context window of ctxLen tokens (0: unknown), or 0 for no
 // cap; counting needs the canonical request (canonical).
 func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
-	if ctxLen <= 0 || ex.route.kind != sdk.EndpointChat {
+	// Responses requests become canonical chat requests too, so they are
+	// capped alike (Qwen Code sends max_output_tokens = the window).
+	if ctxLen <= 0 || ex.route.kind != sdk.EndpointChat && ex.route.kind != sdk.EndpointResponses {
 		return 0, nil
 	}
 	est := ex.estIn
@@ -84,6 +86,9 @@ func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 			"the input is about "+itoa(int64(n))+" tokens; model "+ex.req.Model+"'s context window is "+itoa(int64(ctxLen))+
 				" tokens: shorten the input")
 		e.Param = "messages"
+		if ex.route.kind == sdk.EndpointResponses {
+			e.Param = "input"
+		}
 		return 0, e
 	}
 	if want > 0 && want <= int64(room) {

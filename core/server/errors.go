@@ -40,6 +40,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, ex *exchange, err error, status 
 		noAnswer(ctx)
 		return
 	}
+	challenge(ctx, status)
 	ce := e.Canon(ex.id)
 	ce.Status = status
 	ce.Message = logredact.Truncate(ce.Message, maxClientMessage)
@@ -94,7 +95,7 @@ func nativeError(dst []byte, e *canon.Error) []byte {
 	w.Key("message")
 	w.Str(e.Message)
 	w.Key("type")
-	w.Str(string(e.Type))
+	w.Str(apierr.OpenAIType(e.Type, e.Status)) // OpenAI's name, not the canonical one
 	w.Key("param")
 	if e.Param == "" {
 		w.Null()

@@ -105,7 +105,7 @@ func TestFail_InternalErrorDoesNotLeak(t *testing.T) {
 	ctx, ex := new(fasthttp.RequestCtx), newEx(s, nil)
 	s.fail(ctx, ex, errors.New("dial tcp 10.1.2.3:8000: secret internals"), 0)
 	msg, typ, code := errorBody(t, ctx.Response.Body())
-	if ctx.Response.StatusCode() != 500 || code != "internal_error" || typ != string(canon.ErrInternal) ||
+	if ctx.Response.StatusCode() != 500 || code != "internal_error" || typ != "server_error" ||
 		strings.Contains(string(ctx.Response.Body()), "10.1.2.3") || msg != "internal error (request "+ex.id+")" {
 		t.Fatalf("status %d body %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
@@ -204,14 +204,22 @@ func TestFail_TranslatorRenders(t *testing.T) {
 	}
 }
 
+// TestNativeError: OpenAI's shape with OpenAI's type names, never the
+// canonical ones.
 func TestNativeError(t *testing.T) {
 	b := nativeError(nil, &canon.Error{Message: "a \"quoted\"\nline", Type: canon.ErrInvalidRequest})
-	if string(b) != `{"error":{"message":"a \"quoted\"\nline","type":"`+string(canon.ErrInvalidRequest)+`","param":null,"code":null}}` {
+	if string(b) != `{"error":{"message":"a \"quoted\"\nline","type":"invalid_request_error","param":null,"code":null}}` {
 		t.Fatalf("%s", b)
 	}
 	b = nativeError([]byte("keep:"), &canon.Error{Message: "m", Type: canon.ErrBackend, Param: "temperature", Code: "c"})
-	if string(b) != `keep:{"error":{"message":"m","type":"`+string(canon.ErrBackend)+`","param":"temperature","code":"c"}}` {
+	if string(b) != `keep:{"error":{"message":"m","type":"server_error","param":"temperature","code":"c"}}` {
 		t.Fatalf("%s", b)
+	}
+	for typ, want := range map[canon.ErrorType]string{canon.ErrPermission: "permission_error", canon.ErrNotFound: "invalid_request_error",
+		canon.ErrAuthentication: "authentication_error", canon.ErrRateLimit: "rate_limit_error", canon.ErrOverloaded: "server_error"} {
+		if b := nativeError(nil, &canon.Error{Type: typ}); !strings.Contains(string(b), `"type":"`+want+`"`) {
+			t.Errorf("%s: %s", typ, b)
+		}
 	}
 }
 

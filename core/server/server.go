@@ -92,6 +92,7 @@ type Server struct {
 	chains    map[sdk.Endpoint][]stage // the plugin routes' chains, by endpoint kind
 	own       ownChains                // the other routes' chains (chain.go)
 	adminLim  *adminLimiter            // limits.admin; nil: none
+	cors      *cors                    // config cors; nil: off
 
 	health     atomic.Pointer[func(context.Context) map[string]error]
 	buffered   atomic.Int64 // request body bytes held by all requests
@@ -167,6 +168,7 @@ func New(ctx context.Context, o Options) *Server {
 	s.routes.host = o.Host
 	s.chains = s.buildChains()
 	s.adminLim = newAdminLimiter(o.Config.Limits.Admin)
+	s.cors = newCORS(o.Config.CORS)
 	s.own = s.buildOwnChains()
 	s.exchanges.New = func() any { return newExchange() }
 	lim := o.Config.Limits
@@ -230,6 +232,9 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWith
 
 // Handle is the fasthttp handler: it runs the request's chain.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	if s.cors != nil && s.cors.handle(ctx) {
+		return // a preflight: answered before any chain, as it carries no key
+	}
 	c, rt := s.resolve(ctx)
 	if c.bare {
 		c.run(s, ctx, nil)
@@ -398,6 +403,7 @@ func (s *Server) ServeMetrics(ctx *fasthttp.RequestCtx) {
 func (s *Server) metricsAuthorized(ctx *fasthttp.RequestCtx) bool {
 	if !s.metricsKeyOK(ctx) {
 		ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+		challenge(ctx, fasthttp.StatusUnauthorized)
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
 		return false
 	}

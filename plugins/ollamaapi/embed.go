@@ -117,8 +117,10 @@ func decodeInput(v *fastjson.Value, req *canon.EmbeddingRequest) error {
 }
 
 // EncodeEmbeddingResponse writes /api/embed's {"model","embeddings":[[…]],
-// "prompt_eval_count"} or /api/embeddings' {"embedding":[…]} (its first
-// vector). Durations are omitted, as for chat.
+// "total_duration","load_duration","prompt_eval_count"} — every field real
+// Ollama returns, which clients (ollama-ai-provider-v2) require; the
+// durations are 0, as for chat — or /api/embeddings' {"embedding":[…]}
+// (its first vector).
 func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingResponse, out *sdk.Output) error {
 	route, _ := c.MetaBytes(abi.MetaRoute)
 	b := out.Body
@@ -144,10 +146,12 @@ func (t *Translator) EncodeEmbeddingResponse(c *sdk.Call, resp *canon.EmbeddingR
 		}
 		b = appendVector(b, resp.Vectors[i])
 	}
-	b = append(b, ']')
+	var in int64
 	if resp.Usage != nil {
-		b = jsonw.Int(append(b, `,"prompt_eval_count":`...), int64(resp.Usage.PromptTokens))
+		in = int64(resp.Usage.PromptTokens)
 	}
+	b = append(b, `],"total_duration":0,"load_duration":0,"prompt_eval_count":`...)
+	b = jsonw.Int(b, in)
 	out.Body = append(b, '}')
 	return nil
 }

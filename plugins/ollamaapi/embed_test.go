@@ -69,9 +69,9 @@ func TestEncodeEmbeddingResponse(t *testing.T) {
 		want  string
 	}{
 		{RouteEmbed, []string{abi.MetaModel, "all-minilm"},
-			`{"model":"all-minilm","embeddings":[[0.010071029,-0.0017594862,0.05007221],[1e-7,0.5,-2]],"prompt_eval_count":8}`},
+			`{"model":"all-minilm","embeddings":[[0.010071029,-0.0017594862,0.05007221],[1e-7,0.5,-2]],"total_duration":0,"load_duration":0,"prompt_eval_count":8}`},
 		{RouteEmbed, nil,
-			`{"model":"backend","embeddings":[[0.010071029,-0.0017594862,0.05007221],[1e-7,0.5,-2]],"prompt_eval_count":8}`},
+			`{"model":"backend","embeddings":[[0.010071029,-0.0017594862,0.05007221],[1e-7,0.5,-2]],"total_duration":0,"load_duration":0,"prompt_eval_count":8}`},
 		{RouteEmbeddings, []string{abi.MetaModel, "all-minilm"}, `{"embedding":[0.010071029,-0.0017594862,0.05007221]}`},
 	} {
 		r := call(t, p, abi.OpEmbedResponseEncode, 0, nil, []byte(resp), append(embedMeta(tc.route), tc.meta...)...)
@@ -91,7 +91,8 @@ func TestEncodeEmbeddingResponse_Native(t *testing.T) {
 	if err := New().EncodeEmbeddingResponse(&sdk.Call{}, &resp, &out); err != nil {
 		t.Fatal(err)
 	}
-	if string(out.Body) != `{"model":"m","embeddings":[[0]]}` {
+	// Every field of real Ollama's answer, without usage too.
+	if string(out.Body) != `{"model":"m","embeddings":[[0]],"total_duration":0,"load_duration":0,"prompt_eval_count":0}` {
 		t.Fatalf("%s", out.Body)
 	}
 }

@@ -26,6 +26,11 @@ func (t *Translator) EncodeModels(c *sdk.Call, list *canon.ModelList, out *sdk.O
 	switch string(route) {
 	case RouteVersion:
 		out.Body = append(out.Body, `{"version":"`+Version+`"}`...)
+	case RouteRoot:
+		// Real Ollama's answer, which probes (Open WebUI, ollama-python's
+		// docs, load balancers) compare byte for byte.
+		out.SetMeta(abi.MetaContentType, "text/plain; charset=utf-8")
+		out.Body = append(out.Body, "Ollama is running"...)
 	case RoutePS:
 		out.Body = appendPS(out.Body, list)
 	case RouteShow:

@@ -3,6 +3,7 @@ package ollamaapi
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -39,6 +40,25 @@ func TestEncodeModels_Golden(t *testing.T) {
 	r := call(t, p, abi.OpModelsEncode, 0, nil, all, abi.MetaRoute, RouteShow)
 	if r.Status != abi.StatusBadInput {
 		t.Fatalf("show without a model: %s %s", r.Status, r.Payload)
+	}
+}
+
+// TestEncodeModels_Probes: GET / answers real Ollama's text, and both
+// probes are declared public (answered without a key, naming nothing).
+func TestEncodeModels_Probes(t *testing.T) {
+	r := call(t, newPlugin(), abi.OpModelsEncode, 0, nil, []byte(`{"models":[]}`), abi.MetaRoute, RouteRoot, abi.MetaKind, "models")
+	if r.Status != abi.StatusOK || string(r.Payload) != "Ollama is running" {
+		t.Fatalf("%s %q", r.Status, r.Payload)
+	}
+	if ct := r.Meta[abi.MetaContentType]; !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("content-type %q", ct)
+	}
+	public := map[string]bool{}
+	for _, rt := range Manifest().Routes {
+		public[rt.Path] = rt.Public
+	}
+	if !public["/"] || !public["/api/version"] || public["/api/tags"] || public["/api/ps"] {
+		t.Fatalf("public routes %v", public)
 	}
 }
 

@@ -25,6 +25,7 @@ const (
 	RoutePS         = "ps"
 	RouteShow       = "show"
 	RouteVersion    = "version"
+	RouteRoot       = "root" // GET /: "Ollama is running"
 	RouteEmbed      = "embed"
 	RouteEmbeddings = "embeddings"
 )
@@ -49,7 +50,10 @@ func Manifest() sdk.Manifest {
 				StreamContentType: "application/x-ndjson", Routing: routing},
 			{Name: RouteTags, Kind: sdk.EndpointModels, Method: "GET", Path: "/api/tags"},
 			{Name: RoutePS, Kind: sdk.EndpointModels, Method: "GET", Path: "/api/ps"},
-			{Name: RouteVersion, Kind: sdk.EndpointModels, Method: "GET", Path: "/api/version"},
+			// Clients probe these two before anything else, without a key
+			// (real Ollama has none): Public, and they name no model.
+			{Name: RouteVersion, Kind: sdk.EndpointModels, Method: "GET", Path: "/api/version", Public: true},
+			{Name: RouteRoot, Kind: sdk.EndpointModels, Method: "GET", Path: "/", Public: true},
 			{Name: RouteShow, Kind: sdk.EndpointModels, Method: "POST", Path: "/api/show", Routing: one},
 			{Name: RouteEmbed, Kind: sdk.EndpointEmbedding, Method: "POST", Path: "/api/embed", Routing: one},
 			{Name: RouteEmbeddings, Kind: sdk.EndpointEmbedding, Method: "POST", Path: "/api/embeddings", Routing: one},

@@ -11,10 +11,11 @@ import (
 
 // EncodeResponse writes a complete /api/chat or /api/generate response
 // (meta route says which): the first choice as one done:true object.
-// Ollama's durations (total_duration, load_duration, prompt_eval_duration,
-// eval_duration) are omitted: the gateway does not time the backend's
-// phases, and Ollama itself omits them when zero. So is generate's
-// deprecated "context".
+// Every usage field real Ollama sends is there (clients such as
+// ollama-ai-provider-v2 validate them): the token counts, and the
+// durations (total_duration, load_duration, prompt_eval_duration,
+// eval_duration) as 0, because the canonical response carries no backend
+// phase timings. Generate's deprecated "context" is omitted.
 func (t *Translator) EncodeResponse(c *sdk.Call, resp *canon.ChatResponse, out *sdk.Output) error {
 	var h header
 	h.read(c)
@@ -56,18 +57,21 @@ func isGenerate(c *sdk.Call) bool {
 	return string(r) == RouteGenerate
 }
 
-// appendDone writes `,"done":true,"done_reason":…` and the token counts,
-// closing the object.
+// appendDone writes `,"done":true,"done_reason":…`, the durations and
+// the token counts (0 when the backend reported none), closing the object:
+// the final object of real Ollama always has all of them.
 func appendDone(b []byte, fr canon.FinishReason, u *canon.Usage) []byte {
 	b = append(b, `,"done":true,"done_reason":`...)
 	b = append(b, doneReason(fr)...)
+	var in, out int64
 	if u != nil {
-		b = append(b, `,"prompt_eval_count":`...)
-		b = jsonw.Int(b, int64(u.PromptTokens))
-		b = append(b, `,"eval_count":`...)
-		b = jsonw.Int(b, int64(u.CompletionTokens))
+		in, out = int64(u.PromptTokens), int64(u.CompletionTokens)
 	}
-	return append(b, '}')
+	b = append(b, `,"total_duration":0,"load_duration":0,"prompt_eval_count":`...)
+	b = jsonw.Int(b, in)
+	b = append(b, `,"prompt_eval_duration":0,"eval_count":`...)
+	b = jsonw.Int(b, out)
+	return append(b, `,"eval_duration":0}`...)
 }
 
 // doneReason maps a canonical finish reason to Ollama's done_reason, which

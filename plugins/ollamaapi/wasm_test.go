@@ -21,7 +21,7 @@ import (
 func loadWasm(t testing.TB) *wasmtest.Module {
 	t.Helper()
 	w, m := wasmtest.LoadPlugin(t, "ollamaapi", nil)
-	if m.Name != "ollama-api" || m.Kind != sdk.KindTranslator || m.StateVersion != stateVersion || len(m.Routes) != 8 {
+	if m.Name != "ollama-api" || m.Kind != sdk.KindTranslator || m.StateVersion != stateVersion || len(m.Routes) != 9 {
 		t.Fatalf("manifest %+v", m)
 	}
 	return w
@@ -73,7 +73,7 @@ func TestWasm_MatchesNative(t *testing.T) {
 	check("corrupt state", abi.OpStreamEncode, 0, []byte{9, 9}, nil, routeMeta(RouteChat)...)
 	check("error", abi.OpErrorEncode, 0, nil, []byte(`{"status":404,"type":"not_found","message":"model 'x' not found"}`), abi.MetaStream, "1")
 	models := read("models.canon.json")
-	for _, route := range []string{RouteTags, RoutePS, RouteVersion} {
+	for _, route := range []string{RouteTags, RoutePS, RouteVersion, RouteRoot} {
 		check(route, abi.OpModelsEncode, 0, nil, models, abi.MetaRoute, route)
 	}
 	check("show", abi.OpModelsEncode, 0, nil, read("models_one.canon.json"), abi.MetaRoute, RouteShow, abi.MetaModel, "qwen3-8b")

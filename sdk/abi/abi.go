@@ -232,7 +232,15 @@ import (
 //     credential parameters, as MetaQuery. A plugin of an older minor
 //     version declares none of these and is served as before; an older
 //     host refuses a 2.8 plugin (its minor is higher), so a route it could
-//     not match is never half served.
+//     not match is never half served. Also in 2.8: a models route that
+//     lists no single model may be marked public (sdk.Route.Public:
+//     Ollama's GET / and /api/version connectivity probes), answered
+//     without a key from an empty model list; on any other route the
+//     mark is ignored. And, additive (an older plugin omits them): the
+//     meta keys "choices" (MetaChoices: sequences a request generates)
+//     and "output_tokens" (MetaOutputTokens: a decode's estimate of the
+//     output it carried), which the host uses to reserve and to charge a
+//     stream that ends without usage.
 const (
 	VersionMajor = 2
 	VersionMinor = 8
