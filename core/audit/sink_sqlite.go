@@ -263,7 +263,11 @@ func (s *sqliteSink) writeBlobs(ctx context.Context, tx *sql.Tx, evs []Event) er
 		e := &evs[i]
 		for j := range e.Blobs {
 			b := &e.Blobs[j]
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO blobs (sha256, media_type, size, data, time, request_id) VALUES (?, ?, ?, ?, ?, ?)`,
+			// A blob's time is its latest reference: the content
+			// retention (PruneEmbedded) keeps it while any kept body
+			// names it.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (sha256, media_type, size, data, time, request_id) VALUES (?, ?, ?, ?, ?, ?)
+ ON CONFLICT (sha256) DO UPDATE SET time = max(time, excluded.time)`,
 				b.SHA256, b.MediaType, len(b.Data), []byte(b.Data), e.Time.UTC().Format(sqliteTimeLayout), e.RequestID); err != nil {
 				return fmt.Errorf("audit: embedded sink: insert blob: %w", err)
 			}

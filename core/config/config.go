@@ -408,6 +408,12 @@ type Audit struct {
 	// true), each cut at MaxContentBytes (default 65536).
 	Content         *bool `yaml:"content"`
 	MaxContentBytes int   `yaml:"max_content_bytes"`
+	// Retention deletes a request's whole row this long after it (0, the
+	// default: kept); ContentRetention empties its bodies and the images
+	// they name sooner (default 720h, 30 days; 0: kept as long as the
+	// row). The embedded sink is pruned hourly; ClickHouse gets TTLs.
+	Retention        Duration `yaml:"retention"`
+	ContentRetention Duration `yaml:"content_retention"`
 	// TrustedProxies are the CIDR prefixes of proxies whose
 	// X-Forwarded-For names the client; otherwise the peer address is.
 	TrustedProxies []string `yaml:"trusted_proxies"`
@@ -532,7 +538,7 @@ func Default() *Config {
 		Breaker:   Breaker{Failures: 5, Window: Duration(10 * time.Second), Cooldown: Duration(60 * time.Second)},
 		Responses: Responses{Retention: Duration(720 * time.Hour), MaxItemBytes: 4 << 20,
 			MaxStoredBytes: 128 << 20, MaxStoredItems: 10000},
-		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10,
+		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10, ContentRetention: Duration(720 * time.Hour),
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
@@ -816,6 +822,12 @@ func (c *Config) Validate() error {
 		if g.MaxStoredBytes != nil && *g.MaxStoredBytes < 0 || g.MaxStoredItems != nil && *g.MaxStoredItems < 0 {
 			add("responses.groups.%s: max_stored_bytes and max_stored_items must be >= 0 (0: unlimited)", name)
 		}
+	}
+	if c.Audit.Retention < 0 || c.Audit.ContentRetention < 0 {
+		add("audit.retention, audit.content_retention: must not be negative (0 keeps)")
+	}
+	if r := c.Audit.Retention.D(); r > 0 && r < time.Hour || c.Audit.ContentRetention.D() > 0 && c.Audit.ContentRetention.D() < time.Hour {
+		add("audit.retention, audit.content_retention: at least 1h (or 0 to keep)")
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

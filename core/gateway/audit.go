@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,11 +17,13 @@ import (
 // auditPart is the audit recorder (an observer of every request), its
 // reader for the admin API, and the analysts' views in ClickHouse.
 type auditPart struct {
-	rec    *audit.Recorder
-	search audit.Searcher
-	conn   driver.Conn // the reader's ClickHouse connection; nil: embedded
-	cancel context.CancelFunc
-	done   chan struct{}
+	rec       *audit.Recorder
+	search    audit.Searcher
+	conn      driver.Conn // the reader's ClickHouse connection; nil: embedded
+	cancel    context.CancelFunc
+	done      chan struct{}
+	pruned    chan struct{} // the embedded sink's pruner ended; nil: none
+	stopPrune context.CancelFunc
 }
 
 // openAudit starts the recorder when audit.enabled. ClickHouse being down
@@ -53,6 +56,8 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 			log.Warn("audit: ClickHouse tables not checked at start (the writer retries); analysts' views not created", "error", err.Error())
 		} else if err := audit.ApplyViews(vctx, conn, db); err != nil {
 			log.Warn("audit: analysts' views not created", "error", err.Error())
+		} else if err := audit.ApplyRetentionClickHouse(vctx, conn, db, retention(cfg)); err != nil {
+			log.Warn("audit: retention not applied to ClickHouse", "error", err.Error())
 		}
 		cancel()
 		a.search = audit.NewClickHouseSearcher(conn, db)
@@ -67,7 +72,43 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 			log.Error("audit recorder stopped", "error", err.Error())
 		}
 	}()
+	if r := retention(cfg); ch == nil && r != (audit.Retention{}) {
+		pctx, stop := context.WithCancel(rctx)
+		a.pruned, a.stopPrune = make(chan struct{}), stop
+		go a.prune(pctx, rec.EmbeddedDB(), r, log)
+	}
 	return a, nil
+}
+
+func retention(cfg *config.Config) audit.Retention {
+	return audit.Retention{Rows: cfg.Audit.Retention.D(), Content: cfg.Audit.ContentRetention.D()}
+}
+
+// pruneEvery is how often the embedded sink is pruned (the first pass a
+// minute after start, off the start-up path).
+var pruneEvery, pruneFirst = time.Hour, time.Minute
+
+// prune applies the retention to the embedded sink until ctx ends.
+func (a *auditPart) prune(ctx context.Context, db *sql.DB, r audit.Retention, log *slog.Logger) {
+	defer close(a.pruned)
+	t := time.NewTimer(pruneFirst)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := audit.PruneEmbedded(ctx, db, time.Now(), r)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("audit: pruning the embedded sink failed; retried in an hour", "error", err.Error())
+		case res != (audit.PruneResult{}):
+			log.Info("audit: embedded sink pruned", "rows_deleted", res.Rows, "bodies_emptied", res.Cleared, "blobs_deleted", res.Blobs,
+				"retention", r.Rows.String(), "content_retention", r.Content.String())
+		}
+		t.Reset(pruneEvery)
+	}
 }
 
 // close writes what is spooled as far as ctx allows (the rest stays in the
@@ -75,6 +116,10 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 func (a *auditPart) close(ctx context.Context) error {
 	if a == nil {
 		return nil
+	}
+	if a.pruned != nil { // it uses the recorder's database: stopped first
+		a.stopPrune()
+		<-a.pruned
 	}
 	err := a.rec.Close(ctx)
 	a.cancel()
