@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // TestPruneEmbedded: rows past the row retention go (a started one
@@ -152,5 +154,34 @@ func TestApplyRetentionClickHouse(t *testing.T) {
 	}
 	if got := retentionStatements(db+".requests", q, Retention{Rows: 365 * day, Content: 30 * day}); len(got) != 0 {
 		t.Errorf("after applying, still to do: %q (table: %s)", got, q)
+	}
+}
+
+// TestRecorderRedacts: with Redact patterns (audit.content: redacted) the
+// stored bodies have every match replaced, the rest kept.
+func TestRecorderRedacts(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "audit.db")
+	r, err := New(Options{Dir: t.TempDir(), EmbeddedPath: dbPath, Content: true, MaxContentBytes: 4096,
+		Redact:     []*regexp.Regexp{regexp.MustCompile(`[a-z]+@example\.edu`), regexp.MustCompile(`mr2_[a-z0-9]{8,}`)},
+		FlushEvery: 20 * time.Millisecond, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, r)
+	o := testOutcome(1)
+	o.Request = []byte(`{"messages":[{"role":"user","content":"I am ada@example.edu, my key is mr2_secret1234"}]}`)
+	o.Response = []byte(`{"content":"hello ada@example.edu"}`)
+	r.Observe(o)
+	db, err := OpenEmbedded(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var req, resp string
+	testutil.Poll(10*time.Second, func() bool {
+		return db.QueryRow("SELECT request_body, response_body FROM requests WHERE request_id = ?", o.RequestID).Scan(&req, &resp) == nil
+	})
+	if req != `{"messages":[{"role":"user","content":"I am [REDACTED], my key is [REDACTED]"}]}` || resp != `{"content":"hello [REDACTED]"}` {
+		t.Errorf("stored %q / %q", req, resp)
 	}
 }

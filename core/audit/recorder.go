@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +21,12 @@ type Options struct {
 	ClickHouse   *CHOptions // nil: the embedded sink
 	EmbeddedPath string     // SQLite file of the embedded sink, e.g. data/audit.db
 
-	Content         bool // record request and response bodies
-	MaxContentBytes int  // per body; default 64 KiB
+	Content bool // record request and response bodies
+	// Redact, when set, replaces every match in the bodies with
+	// "[REDACTED]" before they are spooled (audit.content: redacted),
+	// on the spool goroutine, never on a request's path.
+	Redact          []*regexp.Regexp
+	MaxContentBytes int // per body; default 64 KiB
 
 	// BlobMinBytes: a base64 payload in the content (an image: data: URL,
 	// Anthropic base64 source, Ollama images[]) at least this long, in
@@ -318,12 +323,21 @@ func (r *Recorder) rawLen(req, resp string) int64 {
 	return n
 }
 
+// Redacted replaces what an audit.redact pattern matched.
+const Redacted = "[REDACTED]"
+
 // prepare is the spool goroutine's work on an event before it is
-// encoded: images out of the content, then a body that Observe kept
-// longer than MaxContentBytes for them cut back to it.
+// encoded: images out of the content, the redaction patterns applied,
+// then a body that Observe kept longer than MaxContentBytes for them cut
+// back to it.
+
 func (r *Recorder) prepare(e *Event) {
 	raw := r.rawLen(e.RequestBody, e.ResponseBody)
 	r.blobs.extract(e)
+	for _, re := range r.o.Redact {
+		e.RequestBody = re.ReplaceAllString(e.RequestBody, Redacted)
+		e.ResponseBody = re.ReplaceAllString(e.ResponseBody, Redacted)
+	}
 	if raw == 0 {
 		return
 	}

@@ -404,9 +404,14 @@ type Audit struct {
 	// default audit.db).
 	ClickHouse AuditClickHouse `yaml:"clickhouse"`
 	Embedded   string          `yaml:"embedded"`
-	// Content keeps request and response bodies in the record (default
-	// true), each cut at MaxContentBytes (default 65536).
-	Content         *bool `yaml:"content"`
+	// Content is what the record keeps of request and response bodies
+	// (each cut at MaxContentBytes, default 65536): full (the default;
+	// true), metadata (none; false), or redacted (full, with every match
+	// of Redact replaced by [REDACTED]; content.go).
+	Content ContentPolicy `yaml:"content"`
+	// Redact are the regular expressions (RE2) content: redacted removes;
+	// empty: DefaultRedact.
+	Redact []string `yaml:"redact"`
 	MaxContentBytes int   `yaml:"max_content_bytes"`
 	// Retention deletes a request's whole row this long after it (0, the
 	// default: kept); ContentRetention empties its bodies and the images
@@ -431,7 +436,7 @@ type AuditClickHouse struct {
 func (c *Config) AuditOn() bool { return c.Audit.Enabled == nil || *c.Audit.Enabled }
 
 // AuditContent reports audit.content (default true).
-func (c *Config) AuditContent() bool { return c.Audit.Content == nil || *c.Audit.Content }
+func (c *Config) AuditContent() bool { return c.Audit.Content != ContentMetadata }
 
 // Path resolves a path of the config against the config file's directory
 // (files the gateway reads: plugins.yaml, key files, certificates).
@@ -822,6 +827,12 @@ func (c *Config) Validate() error {
 		if g.MaxStoredBytes != nil && *g.MaxStoredBytes < 0 || g.MaxStoredItems != nil && *g.MaxStoredItems < 0 {
 			add("responses.groups.%s: max_stored_bytes and max_stored_items must be >= 0 (0: unlimited)", name)
 		}
+	}
+	if len(c.Audit.Redact) > 0 && c.Audit.Content != ContentRedacted {
+		add("audit.redact: needs audit.content: redacted")
+	}
+	if _, err := c.AuditRedact(); err != nil {
+		add("%v", err)
 	}
 	if c.Audit.Retention < 0 || c.Audit.ContentRetention < 0 {
 		add("audit.retention, audit.content_retention: must not be negative (0 keeps)")

@@ -66,3 +66,38 @@ func TestRedisSentinelConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestAuditContentPolicy(t *testing.T) {
+	for in, want := range map[string]ContentPolicy{
+		"": ContentFull, "audit: {content: true}": ContentFull, "audit: {content: false}": ContentMetadata,
+		"audit: {content: full}": ContentFull, "audit: {content: metadata}": ContentMetadata, "audit: {content: redacted}": ContentRedacted,
+	} {
+		c, err := Parse([]byte(in+"\n"), ".")
+		if err != nil || c.Audit.Content != want {
+			t.Errorf("%q: %q %v, want %q", in, c.Audit.Content, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"audit: {content: everything}":               "not one of full, metadata, redacted",
+		"audit: {content: redacted, redact: ['a(']}": "audit.redact[0]",
+		"audit: {content: full, redact: ['secret']}": "needs audit.content: redacted",
+		"audit: {content_retention: 5m}":             "at least 1h",
+		"audit: {retention: -1h}":                    "must not be negative",
+	} {
+		if _, err := Parse([]byte(in+"\n"), "."); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	c, _ := Parse([]byte("audit: {content: redacted}\n"), ".")
+	res, err := c.AuditRedact()
+	if err != nil || len(res) != len(DefaultRedact) {
+		t.Fatalf("default patterns: %d %v", len(res), err)
+	}
+	text := "mail ada@example.edu, key mr2_abcdefghijklmnop1234, card 4111 1111 1111 1111, from 10.1.2.3; the cat sat"
+	for _, re := range res {
+		text = re.ReplaceAllString(text, "[REDACTED]")
+	}
+	if strings.Contains(text, "ada@") || strings.Contains(text, "mr2_abc") || strings.Contains(text, "4111") || strings.Contains(text, "10.1.2.3") || !strings.Contains(text, "the cat sat") {
+		t.Errorf("redacted: %s", text)
+	}
+}

@@ -37,8 +37,12 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 	if a := cfg.Audit.ClickHouse; len(a.Addr) > 0 {
 		ch = &audit.CHOptions{Addr: a.Addr, Database: a.Database, Username: a.Username, Password: a.Password}
 	}
+	redact, err := cfg.AuditRedact()
+	if err != nil {
+		return nil, err
+	}
 	rec, err := audit.New(audit.Options{Dir: cfg.DataPath(cfg.Audit.Spool), ClickHouse: ch, EmbeddedPath: cfg.DataPath(cfg.Audit.Embedded),
-		Content: cfg.AuditContent(), MaxContentBytes: cfg.Audit.MaxContentBytes, Replica: replica, Log: log})
+		Content: cfg.AuditContent(), Redact: redact, MaxContentBytes: cfg.Audit.MaxContentBytes, Replica: replica, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("start the audit recorder: %w", err)
 	}
