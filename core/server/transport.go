@@ -21,8 +21,13 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	ex := s.exchanges.Get().(*exchange)
 	ex.begin(s, nil)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	if rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request); rt != nil {
-		ex.setRoute(rt)
+	// Only a body error comes after a parsed request line: for the others
+	// ctx's method and path are fasthttp's defaults (GET /), which a
+	// plugin may serve (Ollama's probe) and would answer in its dialect.
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		if rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request); rt != nil {
+			ex.setRoute(rt)
+		}
 	}
 	var e *apierr.Error
 	var small *fasthttp.ErrSmallBuffer
