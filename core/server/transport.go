@@ -21,10 +21,11 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	ex := s.exchanges.Get().(*exchange)
 	ex.begin(s, nil)
 	ctx.Response.Header.Set("X-Request-ID", ex.id)
-	// Only a body error comes after a parsed request line: for the others
-	// ctx's method and path are fasthttp's defaults (GET /), which a
-	// plugin may serve (Ollama's probe) and would answer in its dialect.
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	// Only a request whose header was parsed (it has its Host) names its
+	// route: otherwise ctx's method and path are fasthttp's defaults
+	// (GET /), which a plugin may serve (Ollama's probe) and would answer
+	// in its dialect.
+	if len(ctx.Request.Header.Host()) > 0 {
 		if rt, _, _ := s.routes.index().lookup(ctx.Method(), ctx.Path(), &ctx.Request); rt != nil {
 			ex.setRoute(rt)
 		}

@@ -89,9 +89,10 @@ func TestHandleTransportError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			outs = outs[:0]
 			ctx := new(fasthttp.RequestCtx)
-			if tc.path != "" {
+			if tc.path != "" { // a parsed header (an unparsed one leaves fasthttp's GET /, no Host)
 				ctx.Request.Header.SetMethod("POST")
 				ctx.Request.SetRequestURI(tc.path)
+				ctx.Request.Header.SetHost("x")
 			}
 			s.handleTransportError(ctx, tc.err)
 			resp := ctx.Response.String()
