@@ -174,9 +174,10 @@ func (s *chSink) writeRows(ctx context.Context, evs []Event, maybeSent bool) err
 }
 
 // chBlockRows is the rows of one block of an insert. All blocks of a
-// batch are one INSERT; the server stores each block as its own part
-// (the idempotency check, which looks up request ids, covers a batch
-// that failed between two).
+// batch are one INSERT, which the server squashes into parts of
+// min_insert_block_size_rows; a batch that fails between two blocks is
+// a batch of unknown fate like any other (maybeSent: the retry asks
+// which request ids are stored).
 const chBlockRows = 1024
 
 // writeBlobs stores the blobs of evs that the table does not hold yet
