@@ -22,6 +22,7 @@ type target struct {
 	body    []byte
 	stream  bool
 	timeout time.Duration
+	headers [][2]string // --header: extra request headers (another gateway's routing headers)
 }
 
 func newTarget(rawURL, key string, body []byte, stream bool, timeout time.Duration) (*target, error) {
@@ -56,6 +57,9 @@ func (t *target) prepare(req *fasthttp.Request) {
 	req.Header.SetContentType("application/json")
 	if t.key != "" {
 		req.Header.Set("Authorization", "Bearer "+t.key)
+	}
+	for _, h := range t.headers {
+		req.Header.Set(h[0], h[1])
 	}
 	req.SetBodyRaw(t.body)
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -90,7 +91,9 @@ func run(args []string) error {
 		scenario = fs.String("scenario", "", "label: scenario name, kept in the JSON (for report)")
 		round    = fs.Int("round", 0, "label: round number, kept in the JSON (for report)")
 		remote   = fs.Bool("allow-remote", false, "allow a non-loopback --url")
+		headers  headerFlags
 	)
+	fs.Var(&headers, "header", `extra request header "Name: value" (repeatable)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,6 +115,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	t.headers = headers
 	var r *Result
 	if *hold > 0 {
 		r, err = runHold(t, holdOpts{streams: *hold, ramp: *ramp, expectInterval: *interval,
@@ -250,4 +254,18 @@ func fmtErrs(m map[string]int) string {
 		s += k + ":" + strconv.Itoa(m[k])
 	}
 	return "{" + s + "}"
+}
+
+// headerFlags are --header values, "Name: value" each.
+type headerFlags [][2]string
+
+func (h *headerFlags) String() string { return fmt.Sprint(*h) }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("--header %q: want \"Name: value\"", v)
+	}
+	*h = append(*h, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+	return nil
 }
