@@ -14,6 +14,15 @@
 #   bundle       this tree's gateway, plugins/bundle.wasm (kind: bundle; fused calls, 2 a request)
 #   native       this tree's gateway, path: native:firstparty (the bundle compiled in, no wasm)
 #   native-canon this tree's gateway, native:openai, native:vllm, native:ollama (unfused, no wasm)
+#   off          this tree's gateway and plugins.yaml (the default configuration), audit.enabled: false
+#   default      this tree's gateway and plugins.yaml, every default (embedded audit with content)
+#   clickhouse   as default, the audit to a local ClickHouse (bench/scripts/clickhouse.sh; skipped
+#                when clickhouse-server is not installed: deploy/scripts/test-services.sh installs it)
+#   portkey      Portkey's gateway (npm @portkey-ai/gateway@PORTKEY_VERSION on Node) to the same
+#                backends (x-portkey-provider openai / ollama, x-portkey-custom-host), installed
+#                into PORTKEY_DIR with npm the first time; skipped without node and npm
+# bench/scripts/table.sh runs direct, nginx, off, default, clickhouse and portkey and prints the
+# issue-23 table (c=1 added p50 and p99, c=64 req/s, share of nginx) first.
 # A variant whose gateway does not come up (say, native support not in this build) is dropped,
 # and problems.txt says so.
 #
@@ -48,11 +57,14 @@ HOLD_TPS=${HOLD_TPS:-5}
 HOLD_TOKENS=${HOLD_TOKENS:-40}
 HOLD_ROUNDS=${HOLD_ROUNDS:-1}
 VARIANTS=${VARIANTS:-old canon bundle native}
+PORTKEY_VERSION=${PORTKEY_VERSION:-1.15.2}
+PORTKEY_DIR=${PORTKEY_DIR:-$HOME/.cache/mindrouter-bench/portkey-$PORTKEY_VERSION}
 OLD_TREE=${OLD_TREE:-}
 NEW_TREE=$(cd "${NEW_TREE:-$ROOT}" && pwd)
 PB=${PORT_BASE:-19200}
 P_VLLM=$((PB + 1)) P_OLLAMA=$((PB + 2)) P_SLOW=$((PB + 3))
 P_NG_VLLM=$((PB + 80)) P_NG_OLLAMA=$((PB + 81)) P_NG_SLOW=$((PB + 82))
+P_CH=$((PB + 5))
 KEY=${ADMIN_API_KEY:-mr2_bench_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 CLK=$(getconf CLK_TCK)
 T0=$(date +%s)
@@ -175,6 +187,10 @@ plugins:
   - {name: vllm, kind: adapter, path: "native:vllm", mode: trusted, pool: {min: 3}}
   - {name: ollama, kind: adapter, path: "native:ollama", mode: trusted, pool: {min: 3}}
 EOF
+# off, default, clickhouse: the tree's own plugins.yaml (the default configuration), a cache each.
+for v in off default clickhouse; do
+	sed "s|^cache_dir:.*|cache_dir: .cache/wazero-$v|" "$NEW_TREE/plugins.yaml" >"$SNAP/new/plugins-$v.yaml"
+done
 bin_of() { if [ "$1" = old ]; then echo "$SNAP/old/mindrouter"; else echo "$SNAP/new/mindrouter"; fi; }
 yaml_of() { if [ "$1" = old ]; then echo "$SNAP/old/plugins.yaml"; else echo "$SNAP/new/plugins-$1.yaml"; fi; }
 
@@ -186,13 +202,28 @@ i=0
 for v in "${VS[@]}"; do
 	case $v in
 	old) [ -n "$OLD_TREE" ] || { problem "variant old: OLD_TREE not set, skipped"; continue; } ;;
-	canon | bundle | native | native-canon) ;;
+	canon | bundle | native | native-canon | off | default) ;;
+	clickhouse)
+		command -v clickhouse-server >/dev/null || [ -x /usr/sbin/clickhouse-server ] ||
+			{ problem "variant clickhouse: clickhouse-server not installed, skipped"; continue; }
+		WANT_CH=1
+		;;
+	portkey)
+		{ command -v node && command -v npm; } >/dev/null || { problem "variant portkey: node or npm not installed, skipped"; continue; }
+		if [ ! -f "$PORTKEY_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" ]; then
+			log "installing @portkey-ai/gateway@$PORTKEY_VERSION into $PORTKEY_DIR"
+			mkdir -p "$PORTKEY_DIR"
+			npm install --prefix "$PORTKEY_DIR" --no-audit --no-fund "@portkey-ai/gateway@$PORTKEY_VERSION" >"$OUT/logs/portkey-install.log" 2>&1 ||
+				{ problem "variant portkey: npm install failed (logs/portkey-install.log), skipped"; continue; }
+		fi
+		echo "portkey: @portkey-ai/gateway@$PORTKEY_VERSION, node $(node --version)" >>"$OUT/machine.txt"
+		;;
 	*) echo "unknown variant $v"; exit 1 ;;
 	esac
 	GW_PORT[$v]=$((PB + 90 + i)) GW_HPORT[$v]=$((PB + 60 + i)) GW_STARTS[$v]=0
 	i=$((i + 1))
 done
-for p in $P_VLLM $P_OLLAMA $P_SLOW $P_NG_VLLM $P_NG_OLLAMA $P_NG_SLOW "${GW_PORT[@]}" "${GW_HPORT[@]}"; do
+for p in $P_VLLM $P_OLLAMA $P_SLOW $P_CH $P_NG_VLLM $P_NG_OLLAMA $P_NG_SLOW "${GW_PORT[@]}" "${GW_HPORT[@]}"; do
 	port_free "$p" || { echo "port $p is in use (set PORT_BASE)"; exit 1; }
 done
 
@@ -253,6 +284,13 @@ NG_WORKERS=$(pgrep -P "$NGINX" | paste -sd, -)
 [ -n "$NG_WORKERS" ] || { echo "no nginx workers under pid $NGINX"; exit 1; }
 echo "nginx workers: $NG_WORKERS" >>"$OUT/machine.txt"
 
+# A local ClickHouse for the clickhouse variant.
+if [ -n "${WANT_CH:-}" ]; then
+	start clickhouse "$ROOT/bench/scripts/clickhouse.sh" "$OUT/clickhouse" "$P_CH"
+	for i in $(seq 1 240); do port_free "$P_CH" || break; sleep 0.25; done
+	port_free "$P_CH" && problem "clickhouse-server did not listen on $P_CH (logs/clickhouse.log, clickhouse/server.err.log)"
+fi
+
 # Ollama-API bodies for direct and nginx (the gateway gets the OpenAI body built by loadgen).
 obody() { # STREAM TOKENS
 	printf '{"model":"bench-ollama","messages":[{"role":"user","content":"%s"}],"stream":%s,"options":{"num_predict":%d}}\n' "$PROMPT" "$1" "$2" >"$OUT/conf/ollama-$1-$2.json"
@@ -260,12 +298,14 @@ obody() { # STREAM TOKENS
 }
 
 # ---------------------------------------------------------------- gateways
-gwconf() { # FILE LISTEN PLUGINS_YAML BACKENDS...
+gwconf() { # FILE LISTEN PLUGINS_YAML BACKENDS... (GW_DATA: its data_dir; GW_EXTRA: more top-level YAML)
 	local f=$1 listen=$2 py=$3
 	shift 3
 	{
 		echo "listen: $listen"
 		echo "plugins: $py"
+		echo "data_dir: $GW_DATA"
+		[ -z "$GW_EXTRA" ] || echo "$GW_EXTRA"
 		echo "backends:"
 		printf '  - %s\n' "$@"
 		echo "discovery: {interval: 30s, timeout: 5s}"
@@ -273,9 +313,18 @@ gwconf() { # FILE LISTEN PLUGINS_YAML BACKENDS...
 	} >"$f"
 }
 for v in "${!GW_PORT[@]}"; do
+	[ "$v" = portkey ] && continue
+	case $v in
+	off) GW_EXTRA="audit: {enabled: false}" ;;
+	clickhouse) GW_EXTRA="audit: {clickhouse: {addr: [\"127.0.0.1:$P_CH\"], database: mindrouter, username: default}}" ;;
+	*) GW_EXTRA= ;;
+	esac
+	# each gateway its own data_dir: two on one audit spool would refuse to start
+	GW_DATA=$OUT/data/$v
 	gwconf "$OUT/conf/gateway-$v.yaml" "127.0.0.1:${GW_PORT[$v]}" "$(yaml_of "$v")" \
 		"{name: fast-vllm, engine: vllm, url: \"http://127.0.0.1:$P_VLLM\", max_concurrent: 256, models: [bench-vllm]}" \
 		"{name: fast-ollama, engine: ollama, url: \"http://127.0.0.1:$P_OLLAMA\", max_concurrent: 256, models: [bench-ollama]}"
+	GW_DATA=$OUT/data/hold-$v
 	gwconf "$OUT/conf/gateway-hold-$v.yaml" "127.0.0.1:${GW_HPORT[$v]}" "$(yaml_of "$v")" \
 		"{name: slow-vllm, engine: vllm, url: \"http://127.0.0.1:$P_SLOW\", max_concurrent: 2000, models: [bench-slow]}"
 done
@@ -285,15 +334,39 @@ start_gw() { # VARIANT
 	GW_STARTS[$v]=$((GW_STARTS[$v] + 1))
 	GW_LOG[$v]=gateway-$v.log
 	[ "${GW_STARTS[$v]}" -gt 1 ] && GW_LOG[$v]=gateway-$v.${GW_STARTS[$v]}.log
+	if [ "$v" = portkey ]; then
+		start "${GW_LOG[$v]%.log}" env NODE_ENV=production node "$PORTKEY_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" --port="${GW_PORT[$v]}" --headless
+		GW_PID[$v]=$LAST_PID
+		return 0
+	fi
 	start "${GW_LOG[$v]%.log}" env ADMIN_API_KEY="$KEY" "$(bin_of "$v")" serve --config "$OUT/conf/gateway-$v.yaml"
 	GW_PID[$v]=$LAST_PID
 }
+# pk_headers BACKEND: Portkey's routing headers to that fakellm, loadgen --header form (no spaces)
+pk_headers() {
+	case $1 in
+	vllm) echo "x-portkey-provider:openai x-portkey-custom-host:http://127.0.0.1:$P_VLLM/v1" ;;
+	ollama) echo "x-portkey-provider:ollama x-portkey-custom-host:http://127.0.0.1:$P_OLLAMA" ;;
+	slow) echo "x-portkey-provider:openai x-portkey-custom-host:http://127.0.0.1:$P_SLOW/v1" ;;
+	esac
+}
+# pk_skip TARGET BACKEND STREAM: true for what Portkey's gateway is not measured on. With
+# @portkey-ai/gateway 1.15.2 on Node 20 every stream fails ("TypeError: immutable", HTTP 500), and its
+# ollama provider asks fakellm for a route it lacks (404): only non-streamed OpenAI → vLLM is measured.
+pk_skip() { [ "$1" = portkey ] && { [ "$2" != vllm ] || [ "$3" = true ]; }; }
+# ready_url VARIANT PORT: what answers 2xx once it is up
+ready_url() { if [ "$1" = portkey ]; then echo "http://127.0.0.1:$2/"; else echo "http://127.0.0.1:$2/readyz"; fi; }
 smoke() { # PORT VARIANT: one request of each kind; false on any non-200
-	local m s code ok=0
+	local m s code ok=0 h hs
 	for m in bench-vllm bench-ollama; do
+		hs=()
+		if [ "$2" = portkey ]; then
+			for h in $(pk_headers "${m#bench-}"); do hs+=(-H "$h"); done
+		fi
 		for s in false true; do
+			pk_skip "$2" "${m#bench-}" "$s" && continue
 			code=$(curl -s -o "$OUT/logs/smoke-$2-$m-$s.txt" -w '%{http_code}' -m 10 "http://127.0.0.1:$1/v1/chat/completions" \
-				-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+				-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' "${hs[@]}" \
 				-d "{\"model\":\"$m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4,\"stream\":$s}") || code=000
 			[ "$code" = 200 ] || { problem "variant $2: smoke request model=$m stream=$s -> HTTP $code: $(head -c 300 "$OUT/logs/smoke-$2-$m-$s.txt")"; ok=1; }
 		done
@@ -304,7 +377,7 @@ GWS=()
 for v in "${VS[@]}"; do
 	[ -n "${GW_PORT[$v]:-}" ] || continue
 	start_gw "$v"
-	if wait_http "http://127.0.0.1:${GW_PORT[$v]}/readyz" "${GW_PID[$v]}" && smoke "${GW_PORT[$v]}" "$v"; then
+	if wait_http "$(ready_url "$v" "${GW_PORT[$v]}")" "${GW_PID[$v]}" && smoke "${GW_PORT[$v]}" "$v"; then
 		GWS+=("$v")
 	else
 		problem "variant $v dropped: gateway not ready or smoke requests failed; last lines of logs/${GW_LOG[$v]}: $(tail -n 5 "$OUT/logs/${GW_LOG[$v]}" | tr '\n' ' ' | cut -c1-600)"
@@ -324,7 +397,7 @@ gw_check() {
 	problem "gateway $v pid ${GW_PID[$v]} found dead before $2: $(exit_desc "${GW_PID[$v]}"); last lines of logs/${GW_LOG[$v]}: $(tail -n 3 "$OUT/logs/${GW_LOG[$v]}" | tr '\n' ' ' | cut -c1-600)"
 	if [ "${GW_STARTS[$v]}" -lt 3 ]; then
 		start_gw "$v"
-		wait_http "http://127.0.0.1:${GW_PORT[$v]}/readyz" && log "gateway $v restarted as pid ${GW_PID[$v]}" || problem "restarted gateway $v not ready"
+		wait_http "$(ready_url "$v" "${GW_PORT[$v]}")" && log "gateway $v restarted as pid ${GW_PID[$v]}" || problem "restarted gateway $v not ready"
 	fi
 	return 1
 }
@@ -347,7 +420,13 @@ target_args() {
 		fi
 		[ "$t" = nginx ] && echo "--pid $NG_WORKERS --clk-tck $CLK"
 		;;
-	*) echo "--url http://127.0.0.1:${GW_PORT[$t]}/v1/chat/completions --key $KEY --model bench-$b --max-tokens $n --pid ${GW_PID[$t]} --clk-tck $CLK" ;;
+	*)
+		echo "--url http://127.0.0.1:${GW_PORT[$t]}/v1/chat/completions --key $KEY --model bench-$b --max-tokens $n --pid ${GW_PID[$t]} --clk-tck $CLK"
+		if [ "$t" = portkey ]; then
+			local h
+			for h in $(pk_headers "$b"); do echo "--header $h"; done
+		fi
+		;;
 	esac
 	return 0
 }
@@ -371,6 +450,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			stream=false
 			[ "$s" = 3-stream-c1 ] && stream=true
 			for t in direct nginx "${order[@]}"; do
+				pk_skip "$t" "$b" "$stream" && continue
 				if [ "$t" != direct ] && [ "$t" != nginx ]; then gw_check "$t" "round $r $b $s" || continue; fi
 				# shellcheck disable=SC2046
 				"$LG" $(target_args $b $t $stream 16) $(scen_args $s) \
@@ -393,6 +473,7 @@ fi
 log "CPU per streamed chunk: $CPU_ROUNDS x {ollama vllm} x {nginx ${GWS[*]}} x ($CPU_STREAMS streams x $CPU_TOKENS tokens, and x 10); load $(load)"
 cpu_run() { # TARGET BACKEND TOKENS ROUND
 	local t=$1 b=$2 n=$3 r=$4 s=true
+	pk_skip "$t" "$b" "$s" && return 0
 	if [ "$t" != nginx ]; then gw_check "$t" "cpu run $b $n tokens round $r" || return 0; fi
 	# shellcheck disable=SC2046
 	"$LG" $(target_args "$b" "$t" $s "$n") --stream \
@@ -459,7 +540,7 @@ hold_run() { # TARGET ROUND
 }
 log "holding $HOLD_STREAMS streams ($HOLD_TOKENS tokens at $HOLD_TPS tok/s): {${GWS[*]} nginx direct} x $HOLD_ROUNDS; load $(load)"
 for r in $(seq 1 "$HOLD_ROUNDS"); do
-	for t in "${GWS[@]}" nginx direct; do hold_run "$t" "$r"; done
+	for t in "${GWS[@]}" nginx direct; do pk_skip "$t" vllm true || hold_run "$t" "$r"; done
 	echo "hold round $r: $(uptime)" >>"$OUT/load.txt"
 done
 cleanup
@@ -531,6 +612,31 @@ tax_table() { # BACKEND
 		for f in "$OUT"/rounds/"$p"*."$t".r*.json "$OUT"/cpu/"$t"."$b".*.json; do if [ -s "$f" ]; then e=$((e + $(jq '[.errors[]] | add // 0' "$f"))); fi; done
 		printf ' %s |' "$e"
 	done; echo
+}
+
+issue_table() { # the issue-23 table: OpenAI client -> vLLM-flavoured fakellm, non-streamed
+	local t x nrps
+	nrps=$(rv v2-plain-c64 nginx .median.rps)
+	echo
+	echo "OpenAI client → vLLM-flavoured fakellm, non-streamed; direct p50 $(abs_us "$(rv v1-plain-c1 direct .median.p50)"); medians of $ROUNDS interleaved rounds"
+	echo
+	echo "| config | c=1 added p50 | c=1 added p99 | c=64 req/s | share of nginx |"
+	echo "|---|---|---|---|---|"
+	for t in nginx off default clickhouse portkey; do
+		[ "$t" = nginx ] || [[ " ${GWS[*]} " == *" $t "* ]] || continue
+		x=$(rv v2-plain-c64 "$t" .median.rps)
+		printf '| %s | %s | %s | %s | %s %% |\n' "$(issue_name "$t")" "$(us "$(rv v1-plain-c1 "$t" .added.p50)")" "$(us "$(rv v1-plain-c1 "$t" .added.p99)")" \
+			"$(int "$x")" "$(int "$(awk -v a="$x" -v b="$nrps" 'BEGIN { if (a == "null" || b == "null" || b == 0) print "null"; else print 100*a/b }')")"
+	done
+}
+issue_name() {
+	case $1 in
+	off) echo "MindRouter, audit off" ;;
+	default) echo "MindRouter, default (embedded audit with content)" ;;
+	clickhouse) echo "MindRouter, audit to ClickHouse (local)" ;;
+	portkey) echo "Portkey gateway (Node)" ;;
+	*) echo "$1" ;;
+	esac
 }
 
 hold_table() {
@@ -621,6 +727,9 @@ old_vs_new() {
 	cat "$OUT/machine.txt"
 	cat "$OUT/load.txt" 2>/dev/null
 	echo '```'
+	echo
+	echo "## The issue-23 table"
+	issue_table
 	echo
 	echo "## Old vs new (same plugin layout: separate openai/vllm/ollama modules)"
 	old_vs_new
