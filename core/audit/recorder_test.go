@@ -549,3 +549,41 @@ func waitRunning(t testing.TB, r *Recorder) {
 	t.Helper()
 	testutil.WaitFor(t, "Run to start", 10*time.Second, r.running.Load)
 }
+
+// A batch of several insert blocks (chBlockRows) stores every row once,
+// each with its own values: a block's columns are refilled, not appended
+// to the previous block's.
+func TestClickHouseSinkBlocks(t *testing.T) {
+	chs := testsvc.StartClickHouse(t)
+	conn := chs.Open(t)
+	s, err := newCHSink(chOptions(chs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := 2*chBlockRows + 17
+	evs := make([]Event, n)
+	for i := range evs {
+		fillEvent(&evs[i], testOutcome(i), "gw")
+		evs[i].RequestBody, evs[i].PromptTokens = fmt.Sprintf("body-%d", i), uint32(i)
+	}
+	if err := s.write(ctx, evs, false); err != nil {
+		t.Fatal(err)
+	}
+	if rows, ids := counts(t, conn, chs.Database); rows != uint64(n) || ids != uint64(n) {
+		t.Fatalf("rows %d, distinct ids %d, want %d each", rows, ids, n)
+	}
+	for _, i := range []int{0, chBlockRows - 1, chBlockRows, 2 * chBlockRows, n - 1} {
+		var body string
+		var tokens uint32
+		if err := conn.QueryRow(ctx, "SELECT request_body, prompt_tokens FROM "+chs.Database+".requests WHERE request_id = ?",
+			evs[i].RequestID).Scan(&body, &tokens); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+		if body != evs[i].RequestBody || tokens != uint32(i) {
+			t.Errorf("row %d: body %q tokens %d, want %q %d", i, body, tokens, evs[i].RequestBody, i)
+		}
+	}
+}
