@@ -178,7 +178,7 @@ func (s *chSink) writeRows(ctx context.Context, evs []Event, maybeSent bool) err
 // min_insert_block_size_rows; a batch that fails between two blocks is
 // a batch of unknown fate like any other (maybeSent: the retry asks
 // which request ids are stored).
-const chBlockRows = 1024
+const chBlockRows = 256
 
 // writeBlobs stores the blobs of evs that the table does not hold yet
 // (asking first, so that a re-sent batch or an image sent again adds no
