@@ -114,7 +114,7 @@ type Fair struct {
 	// request found no fleet slot here, with that request's fleet key
 	// (fleetBid bids one slot for them; wantProbeLocked).
 	probeWant map[*backend.Backend]float64
-	onGrant  func(w *waiter)    // the simulation hears of each grant
+	onGrant   func(w *waiter) // the simulation hears of each grant
 }
 
 var _ Admitter = (*Fair)(nil)
