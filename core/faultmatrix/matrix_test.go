@@ -202,6 +202,9 @@ func TestFaultMatrix(t *testing.T) {
 		for _, msg := range r.failed {
 			t.Errorf("%s: %s", f.name, msg)
 		}
+		if len(r.failed) > 0 {
+			t.Logf("%s: replica logs (warnings and errors):\na:\n%s\nb:\n%s", f.name, c.replicas[0].logTail(), c.replicas[1].logTail())
+		}
 	}
 	t.Logf("matrix ran in %v", time.Since(start).Round(time.Second))
 	if *update && *only == "" {
