@@ -171,17 +171,19 @@ func (h *Handler) updateGroup(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	wasAdmin := g.IsAdmin
 	if err := in.apply(&g); err != nil {
 		return nil, err
 	}
-	if wasAdmin && !g.IsAdmin {
-		if err := h.keepAnAdminGroup(c, g.ID); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.st.UpdateGroup(c.ctx, &g); err != nil {
+	// The store refuses to take is_admin from the last admin group with
+	// an active member, in the transaction that writes it: two admins
+	// demoting the last two admin groups at once, on any replicas, cannot
+	// both pass (otherwise no key would hold the admin scope, the
+	// caller's included, until the bootstrap key's EnsureAdmin at the
+	// next start).
+	if err := h.st.UpdateGroupKeepingAdmin(c.ctx, &g); err != nil {
 		switch {
+		case errors.Is(err, store.ErrLastAdmin):
+			return nil, conflict(lastAdminGroup)
 		case errors.Is(err, store.ErrConflict):
 			return nil, conflict(fmt.Sprintf("Group with name '%s' already exists", g.Name))
 		case errors.Is(err, store.ErrNotFound):
@@ -215,35 +217,6 @@ func (h *Handler) deleteGroup(c *call) (any, error) {
 	return done("deleted", "group_id", g.ID), nil
 }
 
-// keepAnAdminGroup refuses (409) to take is_admin from group id unless
-// another admin group has an active member: otherwise no key would hold
-// the admin scope, the caller's included, and nothing but the store
-// itself could give it back. (Two admins demoting the last two admin
-// groups at the same moment on two replicas could still pass this check
-// together; the bootstrap key's EnsureAdmin restores the admin group at
-// the next start.)
-func (h *Handler) keepAnAdminGroup(c *call, id int64) error {
-	gs, err := h.st.Groups(c.ctx)
-	if err != nil {
-		return fmt.Errorf("list groups: %w", err)
-	}
-	for _, o := range gs {
-		if o.ID == id || !o.IsAdmin {
-			continue
-		}
-		us, _, err := h.st.Users(c.ctx, store.UserFilter{GroupID: o.ID, Limit: maxAdminScan})
-		if err != nil {
-			return fmt.Errorf("list users of group %d: %w", o.ID, err)
-		}
-		for _, u := range us {
-			if u.Active {
-				return nil
-			}
-		}
-	}
-	return conflict("This is the last admin group with an active member: taking is_admin from it would leave no key with the admin scope. Make another group with an active member an admin group first.")
-}
-
-// maxAdminScan bounds the members read per admin group looking for an
-// active one.
-const maxAdminScan = 1000
+// lastAdminGroup is the 409's detail for a demotion of the last admin
+// group with an active member.
+const lastAdminGroup = "This is the last admin group with an active member: taking is_admin from it would leave no key with the admin scope. Make another group with an active member an admin group first."

@@ -17,8 +17,20 @@ package backend
 // does not close an open breaker: an engine answers /health or /api/tags
 // while failing every generation (GPU out of memory, a wedged worker), so
 // only a real request is proof. The health probe still gates routing on
-// its own (Routable needs both), and a backend that comes back is found by
-// the half-open probe within one cool-down.
+// its own (Routable needs both).
+//
+// The probe is not left to chance: a backend whose breaker waits for its
+// probe (ProbeDue: half-open, the probe not out) is placed ahead of every
+// other candidate, whatever its score (core/score, core/sched's placers;
+// with a fleet, its replica claims a slot of it for the probe), so the
+// next request for a model it serves, one that has not tried it, is the
+// probe. Left to the score, a restored backend whose peers had room got
+// the probe only when they were full: 40-60 s under a steady load, during
+// which the backend's capacity was lost. A backend that comes back is
+// thus back within one cool-down of its return, as long as requests for
+// its models arrive; the cost is at most one request per cool-down sent
+// to a backend that may still fail it (retried on another backend when
+// its failure allows, as any failed attempt).
 //
 // Every attempt's report carries the Ticket its TryAttempt gave, so the
 // breaker knows which claim it concerns: only the half-open probe's own
@@ -181,6 +193,18 @@ func (br *breaker) allow() bool {
 	return br.probeFreeLocked()
 }
 
+// probeDue reports whether the breaker waits for its half-open probe:
+// open past its cool-down, or half-open, with the probe not yet out. The
+// closed state's answer is one atomic load.
+func (br *breaker) probeDue() bool {
+	if br.state.Load() == breakerClosed {
+		return false
+	}
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return br.state.Load() != breakerClosed && br.probeFreeLocked()
+}
+
 // Ticket is one attempt's claim on a backend's circuit breaker, given by
 // TryAttempt and handed back with the attempt's report: it says whether
 // the attempt is the half-open probe, and in which epoch (between two
@@ -337,6 +361,12 @@ func (b *Backend) TryAttempt() (Ticket, bool) { return b.brk.acquire() }
 // through now (closed, or half-open with its probe not out), without
 // claiming anything: the scorer's hard constraint.
 func (b *Backend) BreakerAllows() bool { return b.brk.allow() }
+
+// ProbeDue reports whether b's circuit breaker waits for its half-open
+// probe (its cool-down has passed and the probe is not out): the
+// placers put such a backend ahead of the score, so that the next
+// request for a model it serves is the probe (see the breaker's doc).
+func (b *Backend) ProbeDue() bool { return b.brk.probeDue() }
 
 // ReportSuccess tells b's breaker that the attempt t answered (any status
 // that is not a server failure).

@@ -278,3 +278,34 @@ func TestBreaker_OnlyTheProbeMovesAnOpenBreaker(t *testing.T) {
 	}
 	wantState(t, b, "closed")
 }
+
+// ProbeDue: only an open breaker past its cool-down (half-open) with its
+// probe not out; a claimed probe, an abandoned one and a close change it.
+func TestBreaker_ProbeDue(t *testing.T) {
+	b, clk := testBreaker()
+	if b.ProbeDue() {
+		t.Fatal("a closed breaker's probe is due")
+	}
+	for range BreakerThreshold {
+		fail(b)
+	}
+	if b.ProbeDue() {
+		t.Fatal("probe due before the cool-down passed")
+	}
+	clk.advance(BreakerCooldown)
+	if !b.ProbeDue() {
+		t.Fatalf("probe not due after the cool-down (breaker %s)", b.BreakerState())
+	}
+	probe := attempt(t, b)
+	if b.ProbeDue() {
+		t.Fatal("probe due while it is out")
+	}
+	b.ReportAbandoned(probe)
+	if !b.ProbeDue() {
+		t.Fatal("an abandoned probe is not due again")
+	}
+	b.ReportSuccess(attempt(t, b))
+	if b.ProbeDue() || b.BreakerState() != "closed" {
+		t.Fatalf("after the probe's success: due %v, breaker %s", b.ProbeDue(), b.BreakerState())
+	}
+}

@@ -187,12 +187,18 @@ func startCluster(t *testing.T) *cluster {
 	c.chConn = c.ch.Open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// The audit tables before the gateways, with merges stopped: a
-	// duplicate row must not be merged away before it is counted.
+	// The audit tables before the gateways, and a copy of every row
+	// inserted into requests in a plain MergeTree, whose merges drop
+	// nothing: the requests table's own merges (ReplacingMergeTree) would
+	// fold a duplicate away before it is counted. Merges must run: with
+	// them stopped every insert (one a second per replica) stays a part,
+	// and past parts_to_throw_insert (300 on 18.16) ClickHouse refuses
+	// inserts ("too many parts"), which left the later rows' audit in the
+	// spools.
 	if err := audit.MigrateClickHouse(ctx, c.chConn, c.ch.Database); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.chConn.Exec(ctx, "SYSTEM STOP MERGES "+c.ch.Database+".requests"); err != nil {
+	if err := c.chConn.Exec(ctx, "CREATE MATERIALIZED VIEW "+c.ch.Database+".request_rows ENGINE = MergeTree() ORDER BY request_id AS SELECT request_id, state FROM "+c.ch.Database+".requests"); err != nil {
 		t.Fatal(err)
 	}
 	var list strings.Builder
@@ -207,9 +213,10 @@ func startCluster(t *testing.T) *cluster {
 			t.Fatal(err)
 		}
 		r := &replica{t: t, name: name, bin: bin, config: filepath.Join(dir, "mindrouter.yaml")}
-		// Short breaker cool-down, attempt and request timeouts: the
-		// matrix measures recovery in seconds, not the production
-		// defaults' minutes (docs/faults.md says so).
+		// Short breaker cool-down, attempt and request timeouts and quota
+		// persist interval: the matrix measures recovery and a Redis
+		// restart's documented loss in seconds, not the production
+		// defaults' minutes (docs/faults.md says so; persistInterval).
 		y := fmt.Sprintf(`listen: %s
 plugins: %s
 log: {level: warn}
@@ -220,6 +227,7 @@ scheduler: {policy: fair, fleet: auto}
 breaker: {cooldown: 2s}
 retries: {attempt_timeout: 2s}
 timeouts: {request: 4s, queue_wait: 20s}
+quota: {persist_interval: 1s}
 discovery: {interval: 2s, timeout: 1s}
 audit:
   spool: spool
@@ -312,16 +320,17 @@ func (c *cluster) tokensUsed(t *testing.T) int64 {
 	}
 }
 
-// storedCounts returns, per request id, how many rows ClickHouse holds
-// of its final event (read without FINAL, so a finish stored twice counts
+// storedCounts returns, per request id, how many rows of its final event
+// were inserted into ClickHouse (from request_rows, every row inserted
+// into requests, which merges never fold: a finish stored twice counts
 // twice). The admission record is a second, legitimate row of each
-// request (state started, replaced by the finish at the next merge):
-// it is not counted.
+// request (state started, replaced by the finish in requests at the next
+// merge): it is not counted.
 func (c *cluster) storedCounts(t *testing.T) (map[string]uint64, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := c.chConn.Query(ctx, "SELECT request_id, countIf(state != 'started') FROM "+c.ch.Database+".requests GROUP BY request_id")
+	rows, err := c.chConn.Query(ctx, "SELECT request_id, countIf(state != 'started') FROM "+c.ch.Database+".request_rows GROUP BY request_id")
 	if err != nil {
 		return nil, err
 	}
@@ -445,4 +454,15 @@ func listenAddr(t *testing.T, config string) string {
 	}
 	t.Fatalf("no listen address in %s", config)
 	return ""
+}
+
+// activeParts is the number of active parts of the audit table: each
+// insert adds one until merges fold them, and past parts_to_throw_insert
+// (300 on 18.16) ClickHouse refuses inserts ("too many parts").
+func (c *cluster) activeParts() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n uint64
+	err := c.chConn.QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = ? AND table = 'requests' AND active", c.ch.Database).Scan(&n)
+	return n, err
 }

@@ -3,9 +3,11 @@
 package faultmatrix
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -99,14 +101,28 @@ func (l *load) send(hc *http.Client, base string, n, i int) result {
 	defer cancel()
 	c := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey(l.key),
 		option.WithMaxRetries(0), option.WithHTTPClient(hc))
-	var id string
+	var id, failure string
 	grab := option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(r)
 		if res != nil {
 			id = res.Header.Get("X-Request-ID")
+			if res.StatusCode >= 400 {
+				// The answer's own words, for the row's log: the SDK's
+				// error may not show a body that is not its JSON.
+				body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+				res.Body.Close()
+				res.Body = io.NopCloser(bytes.NewReader(body))
+				failure = fmt.Sprintf(" (answer %d, request id %q, body %q)", res.StatusCode, id, body)
+			}
 		}
 		return res, err
 	})
+	withAnswer := func(err error) error {
+		if failure != "" {
+			return fmt.Errorf("%w%s", err, failure)
+		}
+		return err
+	}
 	p := openai.ChatCompletionNewParams{Model: model,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("client %d request %d", n, i))}}
 	if i%2 == 0 {
@@ -115,7 +131,7 @@ func (l *load) send(hc *http.Client, base string, n, i int) result {
 			err = fmt.Errorf("incomplete answer (id %q)", id)
 		}
 		if err != nil {
-			return result{at: time.Now(), err: err}
+			return result{at: time.Now(), err: withAnswer(err)}
 		}
 		return result{at: time.Now(), ok: true, id: id, tokens: resp.Usage.TotalTokens}
 	}
@@ -137,7 +153,7 @@ func (l *load) send(hc *http.Client, base string, n, i int) result {
 		err = fmt.Errorf("incomplete stream (id %q, finished %v, usage %d)", id, finished, tokens)
 	}
 	if err != nil {
-		return result{at: time.Now(), err: err}
+		return result{at: time.Now(), err: withAnswer(err)}
 	}
 	return result{at: time.Now(), ok: true, id: id, tokens: tokens}
 }

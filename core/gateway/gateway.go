@@ -265,18 +265,23 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 			return g.Server.Shutdown(ctx)
 		},
 	})
-	if err := g.life.start(ctx, comps...); err != nil {
-		g.abort()
-		return nil, err
-	}
-	g.Server.SetHealth(g.life.health)
-	// Ready once every backend was probed once, so the first request after
-	// /readyz turns 200 can be routed.
+	// The listeners start once every backend was probed once (or the
+	// round's time is up), so the first request can be routed: one served
+	// before would get 404 model_not_found for a model the backends serve
+	// (no backend known yet), a client error where a restarting replica's
+	// refused connections had sent the load balancer's requests elsewhere.
+	// Meanwhile connections wait in the listener's backlog (a listener
+	// given in Options) or are refused.
 	select {
 	case <-disc.FirstRound():
 	case <-time.After(o.Config.Discovery.Timeout.D() + time.Second):
 		log.Warn("first discovery round still running; serving anyway")
 	}
+	if err := g.life.start(ctx, comps...); err != nil {
+		g.abort()
+		return nil, err
+	}
+	g.Server.SetHealth(g.life.health)
 	g.Server.SetReady(true)
 	g.logStarted(o, apiTLS != nil, metTLS != nil)
 	return g, nil

@@ -110,7 +110,11 @@ type Fair struct {
 	scratch  Decision           // the Decision Rank fills when not recording
 	aside    []*flow            // markPassedLocked's scratch
 	service  serviceLog         // recent service per group (fair_snapshot.go)
-	onGrant  func(w *waiter)    // the simulation hears of each grant
+	// probeWant: backends whose breaker's probe is due and for which a
+	// request found no fleet slot here, with that request's fleet key
+	// (fleetBid bids one slot for them; wantProbeLocked).
+	probeWant map[*backend.Backend]float64
+	onGrant   func(w *waiter) // the simulation hears of each grant
 }
 
 var _ Admitter = (*Fair)(nil)
@@ -299,6 +303,13 @@ func (f *Fair) try(req *Request) (Lease, *waiter, error) {
 				if f.fleet != nil {
 					if !f.fleet.take(b) {
 						b.Release() // no fleet slot held here: the request queues and the fleet claims
+						if b.ProbeDue() {
+							// The probe is due there but this replica holds
+							// none of its slots, and with nobody waiting the
+							// fleet would claim none: ask for one, so the next
+							// request is the probe; this one goes on.
+							f.wantProbeLocked(b, req)
+						}
 						continue
 					}
 					if d.Record {
@@ -703,18 +714,19 @@ func (f *Fair) dispatchBackend(b *backend.Backend) {
 
 // fleetBid is what this replica bids for b's slots: how many of its
 // waiters b may serve (at most max_concurrent; 0 when none or when b may
-// not serve the best of them now) and the fleet-wide fair-share key of
+// not serve the best of them now, or 1 for its breaker's probe:
+// probeBidLocked) and the fleet-wide fair-share key of
 // the waiter a slot of b would go to — minus its wait in seconds (below
 // every key) when it is promoted by the starvation bound.
 func (f *Fair) fleetBid(b *backend.Backend) (n int, key float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nwaiting == 0 {
-		return 0, 0
+		return f.probeBidLocked(b)
 	}
 	w, promoted := f.pickLocked(b)
 	if w == nil {
-		return 0, 0
+		return f.probeBidLocked(b)
 	}
 	st := b.Status()
 	for _, mq := range f.active {
@@ -727,4 +739,31 @@ func (f *Fair) fleetBid(b *backend.Backend) (n int, key float64) {
 		return n, -1 - f.clock.Now().Sub(w.flow.waitFrom).Seconds()
 	}
 	return n, f.fleet.key(w.req.User, w.flow.weight)
+}
+
+// wantProbeLocked asks the fleet for one slot of b, whose breaker's probe
+// is due, for the next request that may go there (f.mu held): without a
+// waiter the fleet claims nothing, and the probe would wait until every
+// other backend is full (the breaker's doc in core/backend).
+func (f *Fair) wantProbeLocked(b *backend.Backend, req *Request) {
+	if f.probeWant == nil {
+		f.probeWant = map[*backend.Backend]float64{}
+	}
+	f.probeWant[b] = f.fleet.key(req.User, weightOf(req))
+	f.fleet.want(b)
+}
+
+// probeBidLocked is fleetBid's bid for b without a waiter it may serve:
+// one slot, at the key of the request that found none, while b's probe is
+// due and a request asked for it (wantProbeLocked); else none.
+func (f *Fair) probeBidLocked(b *backend.Backend) (int, float64) {
+	key, ok := f.probeWant[b]
+	if !ok {
+		return 0, 0
+	}
+	if !b.ProbeDue() || !b.Routable() {
+		delete(f.probeWant, b)
+		return 0, 0
+	}
+	return 1, key
 }

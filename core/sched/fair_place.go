@@ -4,8 +4,10 @@ import "github.com/mindrouter/mindrouter/core/backend"
 
 // LeastLoadedPlacer is the Placer a Fair uses by default: the routable
 // backends serving the model, those not in Request.Exclude first, each
-// group by in-flight share of capacity (ties in configuration order) —
-// the choice LeastLoaded makes. It allocates only what d records.
+// group with a backend whose breaker waits for its probe
+// (backend.ProbeDue) first, then by in-flight share of capacity (ties in
+// configuration order) — the choice LeastLoaded makes. It allocates only
+// what d records.
 type LeastLoadedPlacer struct{}
 
 var _ Placer = LeastLoadedPlacer{}
@@ -43,6 +45,9 @@ func placedBefore(req *Request, a, b *backend.Backend) bool {
 	ea, eb := excluded(req.Exclude, a), excluded(req.Exclude, b)
 	if ea != eb {
 		return eb
+	}
+	if pa, pb := a.ProbeDue(), b.ProbeDue(); pa != pb {
+		return pa
 	}
 	return a.LoadShare() < b.LoadShare()
 }

@@ -450,8 +450,9 @@ func (l *LeastLoaded) Admit(ctx context.Context, req *Request) (Lease, error) {
 }
 
 // pick returns the least loaded routable backend serving req.Model,
-// preferring backends not in req.Exclude, or nil; known reports whether
-// any backend (routable or not) knows the model.
+// preferring backends not in req.Exclude and, among them, one whose
+// breaker waits for its probe, or nil; known reports whether any backend
+// (routable or not) knows the model.
 func (l *LeastLoaded) pick(req *Request) (best *backend.Backend, known bool) {
 	var fallback *backend.Backend // least loaded excluded candidate
 	var bestLoad, fallbackLoad float64
@@ -465,6 +466,13 @@ func (l *LeastLoaded) pick(req *Request) (best *backend.Backend, known bool) {
 			continue
 		}
 		load := b.LoadShare()
+		if b.ProbeDue() && b.InFlight() < int64(b.Capacity()) {
+			// Its breaker waits for its half-open probe and it has a free
+			// slot (a full one, its requests hung, is not waited on):
+			// this request is the probe, ahead of any load (the
+			// breaker's doc in core/backend).
+			load = -1
+		}
 		if excluded(req.Exclude, b) {
 			if fallback == nil || load < fallbackLoad {
 				fallback, fallbackLoad = b, load

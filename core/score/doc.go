@@ -65,10 +65,15 @@
 // # Order
 //
 // Candidates the request has already tried (Request.Exclude) come after
-// all others, whatever their score. Otherwise the higher score first; on
-// equal scores, the lower in-flight share of capacity; then the order of
-// the backends given (configuration order): the ranking is a function of
-// the backends' state, never of chance or map order.
+// all others, whatever their score. Among the rest, a backend whose
+// circuit breaker waits for its half-open probe (backend.ProbeDue) comes
+// first, whatever its score: the next request that may go there is the
+// probe, so a backend that came back is back in service within one
+// cool-down rather than when its peers happen to be full (the breaker's
+// doc in core/backend). Otherwise the higher score first; on equal
+// scores, the lower in-flight share of capacity; then the order of the
+// backends given (configuration order): the ranking is a function of the
+// backends' state, never of chance or map order.
 //
 // # Decisions
 //
@@ -76,6 +81,7 @@
 // ranked ones first, in order, with each part's weighted contribution in
 // Parts (parts whose weight is zero are left out) and two marks that are
 // not contributions — "at_capacity": 1 for a backend whose slots are all
-// taken, "excluded": 1 for one in Request.Exclude; then those that failed
-// a constraint, with Failed set.
+// taken, "excluded": 1 for one in Request.Exclude, "probe": 1 for one
+// placed first for its breaker's probe; then those that failed a
+// constraint, with Failed set.
 package score

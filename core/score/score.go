@@ -32,6 +32,7 @@ const (
 const (
 	MarkAtCapacity = "at_capacity"
 	MarkExcluded   = "excluded"
+	MarkProbe      = "probe"
 )
 
 // MaxPriority is the admin priority that earns the whole priority part;
@@ -78,6 +79,7 @@ type entry struct {
 	b        *backend.Backend
 	idx      int // position in all: the last tie-break
 	excluded bool
+	probe    bool // its breaker waits for its half-open probe: placed first
 	full     bool
 	share    float64 // in-flight share of capacity
 	ttfb     float64 // seconds; 0: unknown
@@ -117,7 +119,7 @@ func (s *Scorer) RankFor(dst []*backend.Backend, req *sched.Request, needs Needs
 		if failed(b, st, &m, needs) != "" {
 			continue
 		}
-		es = append(es, entry{b: b, idx: i, excluded: isExcluded(req.Exclude, b)})
+		es = append(es, entry{b: b, idx: i, excluded: isExcluded(req.Exclude, b), probe: b.ProbeDue()})
 		e := &es[len(es)-1]
 		s.measure(e, st, &m)
 		if e.latency > 0 && e.ttfb == 0 {
@@ -301,14 +303,21 @@ func (s *Scorer) normalise(es []entry, allTTFB bool) {
 	}
 }
 
-// compare orders entries best first: not excluded, higher score, lower
-// in-flight share, earlier in the backend list.
+// compare orders entries best first: not excluded, waiting for its
+// breaker's probe, higher score, lower in-flight share, earlier in the
+// backend list.
 func compare(x, y *entry) int {
 	if x.excluded != y.excluded {
 		if x.excluded {
 			return 1
 		}
 		return -1
+	}
+	if x.probe != y.probe {
+		if x.probe {
+			return -1
+		}
+		return 1
 	}
 	if c := cmp.Compare(y.score, x.score); c != 0 {
 		return c
@@ -337,6 +346,9 @@ func (s *Scorer) record(d *sched.Decision, es []entry, order []int32, req *sched
 		}
 		if e.excluded {
 			c.Parts[MarkExcluded] = 1
+		}
+		if e.probe {
+			c.Parts[MarkProbe] = 1
 		}
 	}
 	for _, b := range all {

@@ -317,7 +317,7 @@ func TestScorer_Parts(t *testing.T) {
 
 func marks(c sched.Candidate) []string {
 	var m []string
-	for _, k := range []string{MarkAtCapacity, MarkExcluded} {
+	for _, k := range []string{MarkAtCapacity, MarkExcluded, MarkProbe} {
 		if _, ok := c.Parts[k]; ok {
 			m = append(m, k)
 		}
@@ -533,4 +533,64 @@ func TestScorer_Concurrent(t *testing.T) {
 	readers.Wait()
 	close(stop)
 	writers.Wait()
+}
+
+// A backend whose breaker waits for its half-open probe ranks first,
+// whatever its score (marked "probe"), among the backends the request has
+// not tried; once the probe is out it is not ranked at all. Left to the
+// score, a restored backend got its probe only when its peers were full
+// (issue 19: 40-60 s in the fault matrix).
+func TestScorer_ProbeDueFirst(t *testing.T) {
+	y := "backends:\n"
+	for i := range 3 {
+		y += fmt.Sprintf("  - {name: %c, engine: vllm, url: \"http://127.0.0.1:%d\", max_concurrent: 4}\n", 'a'+i, i+1)
+	}
+	cfg, err := config.Parse([]byte(y), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Breaker.Cooldown = config.Duration(time.Millisecond) // below what the config accepts: no fake clock needed
+	reg, err := backend.NewRegistry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := reg.Backends()
+	for i, b := range all {
+		setModel(b, canon.DiscoveredModel{Name: "m"})
+		b.SetPriority(10 - 4*i) // a best, c worst
+	}
+	c := all[2]
+	for range backend.BreakerThreshold {
+		tk, _ := c.TryAttempt()
+		c.ReportFailure(tk)
+	}
+	s := New(DefaultWeights())
+	if got, _ := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all); got != "a,b" {
+		t.Fatalf("breaker open: ranked %q", got)
+	}
+	time.Sleep(5 * time.Millisecond) // past the cool-down (any longer wait does as well)
+	if !c.ProbeDue() {
+		t.Fatalf("c's probe not due (breaker %s)", c.BreakerState())
+	}
+	got, d := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all)
+	if got != "c,a,b" {
+		t.Fatalf("probe due: ranked %q, want c,a,b", got)
+	}
+	if candidate(t, d, "c").Parts[MarkProbe] != 1 || candidate(t, d, "a").Parts[MarkProbe] != 0 {
+		t.Fatalf("marks: %+v", d.Candidates)
+	}
+	if got, _ := rank(t, s, &sched.Request{Model: "m", Exclude: []*backend.Backend{c}}, Needs{}, all); got != "a,b,c" {
+		t.Fatalf("a request that tried c: ranked %q, want a,b,c", got)
+	}
+	tk, ok := c.TryAttempt()
+	if !ok {
+		t.Fatal("the probe was refused")
+	}
+	if got, _ := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all); got != "a,b" {
+		t.Fatalf("the probe out: ranked %q, want a,b", got)
+	}
+	c.ReportSuccess(tk)
+	if got, _ := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all); got != "a,b,c" {
+		t.Fatalf("closed again: ranked %q, want a,b,c", got)
+	}
 }

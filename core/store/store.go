@@ -20,6 +20,9 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	ErrConflict = errors.New("store: conflict") // a unique name or hash taken, or rows still refer to it
 	ErrLimit    = errors.New("store: limit reached")
+	// ErrLastAdmin: the change would take is_admin from the last admin
+	// group with an active member (UpdateGroupKeepingAdmin).
+	ErrLastAdmin = errors.New("store: the last admin group with an active member")
 )
 
 // Group holds the defaults of its users. Zero limits mean unlimited.
@@ -194,6 +197,12 @@ type Store interface {
 	GroupByName(ctx context.Context, name string) (Group, error)
 	Groups(ctx context.Context) ([]Group, error)
 	UpdateGroup(ctx context.Context, g *Group) error
+	// UpdateGroupKeepingAdmin is UpdateGroup, except that it refuses with
+	// ErrLastAdmin, writing nothing, to take is_admin from an admin group
+	// unless another admin group has an active member. The check and the
+	// write are one transaction holding the admin groups' rows, so two
+	// demotions at once, from any replicas, cannot both pass it.
+	UpdateGroupKeepingAdmin(ctx context.Context, g *Group) error
 	DeleteGroup(ctx context.Context, id int64) error // ErrConflict while users belong to it
 
 	CreateUser(ctx context.Context, u *User) error

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/mindrouter/mindrouter/core/store"
@@ -78,10 +79,27 @@ func (s *Store) Groups(ctx context.Context) ([]store.Group, error) {
 // UpdateGroup writes every field of g but CreatedAt, and sets UpdatedAt;
 // zero BudgetPeriodDays and Weight become their defaults as in CreateGroup.
 func (s *Store) UpdateGroup(ctx context.Context, g *store.Group) error {
+	return s.updateGroup(ctx, g, false)
+}
+
+// UpdateGroupKeepingAdmin implements store.Store. The admin groups' rows
+// are locked (MySQL: SELECT … FOR UPDATE; SQLite transactions are
+// IMMEDIATE, one writer at a time) before the check: of two demotions of
+// the last two admin groups at once, the second sees the first's.
+func (s *Store) UpdateGroupKeepingAdmin(ctx context.Context, g *store.Group) error {
+	return s.updateGroup(ctx, g, true)
+}
+
+func (s *Store) updateGroup(ctx context.Context, g *store.Group, keepAdmin bool) error {
 	groupDefaults(g)
 	t := now()
 	what := fmt.Sprintf("update group %d", g.ID)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if keepAdmin && !g.IsAdmin {
+			if err := s.keepAnAdminGroup(ctx, tx, g.ID); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE user_groups SET name = ?, description = ?, token_budget = ?,
   budget_period_days = ?, rpm = ?, max_concurrent = ?, weight = ?, is_admin = ?, is_auditor = ?,
   key_expiry_days = ?, max_keys = ?, updated_at = ? WHERE id = ?`,
@@ -92,11 +110,60 @@ func (s *Store) UpdateGroup(ctx context.Context, g *store.Group) error {
 		}
 		return setGroupAccess(ctx, tx, g.ID, g.ModelAccess)
 	})
+	if errors.Is(err, store.ErrLastAdmin) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if err != nil {
 		return fail(err, what)
 	}
 	g.UpdatedAt = t
 	return nil
+}
+
+// keepAnAdminGroup returns ErrLastAdmin when group id is an admin group
+// and no other admin group has an active member, holding the admin
+// groups' rows until tx ends.
+func (s *Store) keepAnAdminGroup(ctx context.Context, tx *sql.Tx, id int64) error {
+	lock := "SELECT id FROM user_groups WHERE is_admin = ? ORDER BY id"
+	if s.dialect == MySQL {
+		lock += " FOR UPDATE"
+	}
+	rows, err := tx.QueryContext(ctx, lock, true)
+	if err != nil {
+		return err
+	}
+	var others []int64
+	demoted := false
+	for rows.Next() {
+		var gid int64
+		if err := rows.Scan(&gid); err != nil {
+			rows.Close()
+			return err
+		}
+		if gid == id {
+			demoted = true
+		} else {
+			others = append(others, gid)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !demoted {
+		return nil // not an admin group: nothing is taken
+	}
+	for _, gid := range others {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM users WHERE group_id = ? AND active = ? LIMIT 1", gid, true).Scan(&one)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
+	return store.ErrLastAdmin
 }
 
 // DeleteGroup deletes an empty group; ErrConflict while users belong to it.

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/mindrouter/mindrouter/core/store"
@@ -283,5 +285,103 @@ func testDeleteUserCascades(t *testing.T, open func(t *testing.T) store.Store) {
 	must(t, err, "Keys")
 	if len(ks) != 0 || again.ID == gone.ID {
 		t.Errorf("a recreated user (ID %d, was %d) has keys %+v", again.ID, gone.ID, ks)
+	}
+}
+
+// UpdateGroupKeepingAdmin refuses, writing nothing, to take is_admin from
+// the last admin group with an active member (an admin group whose
+// members are all inactive, or that has none, does not count); other
+// changes, and demotions while another admin group has an active member,
+// go through; UpdateGroup itself does not check.
+func testLastAdminGroup(t *testing.T, open func(t *testing.T) store.Store) {
+	s := migrated(t, open)
+	c := ctx(t)
+	a := store.Group{Name: "admins", IsAdmin: true}
+	must(t, s.CreateGroup(c, &a), "CreateGroup admins")
+	newUser(t, s, a.ID, "root")
+	b := store.Group{Name: "ops", IsAdmin: true}
+	must(t, s.CreateGroup(c, &b), "CreateGroup ops")
+	idle := newUser(t, s, b.ID, "idle")
+	idle.Active = false
+	must(t, s.UpdateUser(c, &idle), "UpdateUser inactive")
+
+	demote := a
+	demote.IsAdmin, demote.RPM = false, 7
+	wantErr(t, s.UpdateGroupKeepingAdmin(c, &demote), store.ErrLastAdmin, "demoting the last admin group with an active member")
+	got, err := s.Group(c, a.ID)
+	must(t, err, "Group")
+	if !got.IsAdmin || got.RPM == 7 {
+		t.Fatalf("the refused change was written: %+v", got)
+	}
+	a.RPM = 8 // still an admin group: any other change passes
+	must(t, s.UpdateGroupKeepingAdmin(c, &a), "UpdateGroupKeepingAdmin of another field")
+	plain := store.Group{Name: "plain"}
+	must(t, s.CreateGroup(c, &plain), "CreateGroup plain")
+	plain.RPM = 9
+	must(t, s.UpdateGroupKeepingAdmin(c, &plain), "UpdateGroupKeepingAdmin of a group that is not admin")
+
+	// ops gets an active member: admins may be demoted, then ops not.
+	newUser(t, s, b.ID, "opal")
+	demote = a
+	demote.IsAdmin = false
+	must(t, s.UpdateGroupKeepingAdmin(c, &demote), "demoting beside another admin group with an active member")
+	b.IsAdmin = false
+	wantErr(t, s.UpdateGroupKeepingAdmin(c, &b), store.ErrLastAdmin, "demoting the one admin group left")
+	// UpdateGroup does not check (EnsureAdmin's repairs, tests).
+	must(t, s.UpdateGroup(c, &b), "UpdateGroup demoting the last admin group")
+}
+
+// Two demotions of the last two admin groups at once, each with an
+// active member: exactly one passes, whatever the interleaving (the
+// store serialises them; each alone would have passed a check made
+// before the other's write).
+func testLastAdminGroupConcurrent(t *testing.T, open func(t *testing.T) store.Store) {
+	s := migrated(t, open)
+	c := ctx(t)
+	for round := range 5 {
+		var gs [2]store.Group
+		for i := range gs {
+			gs[i] = store.Group{Name: name("admin", round*2+i), IsAdmin: true}
+			must(t, s.CreateGroup(c, &gs[i]), "CreateGroup")
+			newUser(t, s, gs[i].ID, name("member", round*2+i))
+		}
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			errs  [2]error
+		)
+		for i := range gs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g := gs[i]
+				g.IsAdmin = false
+				<-start
+				errs[i] = s.UpdateGroupKeepingAdmin(c, &g)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		passed := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				passed++
+			case !errors.Is(err, store.ErrLastAdmin):
+				t.Fatalf("round %d: UpdateGroupKeepingAdmin: %v", round, err)
+			}
+		}
+		if passed != 1 {
+			t.Fatalf("round %d: %d of two concurrent demotions of the last two admin groups passed, want 1 (%v)", round, passed, errs)
+		}
+		// The group left admin stays so; demote it the unchecked way
+		// for the next round.
+		for i, err := range errs {
+			if err != nil {
+				g := gs[i]
+				g.IsAdmin = false
+				must(t, s.UpdateGroup(c, &g), "UpdateGroup")
+			}
+		}
 	}
 }

@@ -30,6 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SeedGroups", testSeedGroups},
 		{"SeedGroupsNotWhenGroupsExist", testSeedGroupsNotWhenGroupsExist},
 		{"Groups", testGroups},
+		{"LastAdminGroup", testLastAdminGroup},
+		{"LastAdminGroupConcurrent", testLastAdminGroupConcurrent},
 		{"ModelAccess", testModelAccess},
 		{"Users", testUsers},
 		{"UsersFilter", testUsersFilter},
