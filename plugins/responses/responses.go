@@ -62,11 +62,11 @@ func Manifest() sdk.Manifest {
 // buffers carry no stream state from call to call.
 type Translator struct {
 	sdk.Unimplemented
-	p  fastjson.Parser
-	oa *openai.Translator // the Chat Completions translator, for its error shape
-	st sdk.StateWriter    // scratch for the state blob and the echo note
-	echo []byte           // scratch for the echo note's fragments
-	ev []byte             // scratch for one event's JSON
+	p    fastjson.Parser
+	oa   *openai.Translator // the Chat Completions translator, for its error shape
+	st   sdk.StateWriter    // scratch for the state blob and the echo note
+	echo []byte             // scratch for the echo note's fragments
+	ev   []byte             // scratch for one event's JSON
 	// items and bufs are scratch for a stream call: the items decoded
 	// from the state, and the buffers their texts grow in (nbuf in use).
 	items []item
