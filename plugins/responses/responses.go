@@ -11,6 +11,17 @@
 // are derived from the gateway's request id ("chatcmpl-<hex>" becomes
 // "resp_<hex>"), which the keeper relies on to find what it stored.
 //
+// Tools: function tools pass as they are; a namespace (Codex's group of
+// function tools) is flattened into "<namespace>__<name>" tools, and the
+// model's calls of them are answered as function_call items with the
+// namespace and name the client gave; hosted tools (web_search,
+// file_search, code_interpreter, computer use, image_generation, mcp,
+// local_shell, custom, ...) are not offered to the model, and the host
+// names them in the X-MindRouter-Dropped-Tools header. The Response object
+// repeats the request's fields (instructions, max_output_tokens, store,
+// tools, tool_choice, reasoning, text, truncation, ...) from a note the
+// request's decode leaves for its encodes (echo.go, ABI 2.9).
+//
 // Per-stream state (the sequence number and every output item's text so
 // far, which the .done events and the terminal event repeat in full) lives
 // in the host-owned state blob; see state.go for its size and cost.
