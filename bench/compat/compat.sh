@@ -19,7 +19,8 @@
 #
 # fakellm answers with made-up words and, when the request offers tools,
 # one call to a tool it picks with arguments built from the tool's schema
-# (then text once the tool's result comes back): the check is that every
+# (then text once the tool's result comes back; one tool call a
+# conversation, -tool-turns 1, so the agents end): the check is that every
 # request the agents send is accepted and every answer read, not that the
 # task gets done. Each agent runs with HOME and its config in OUTDIR, in
 # an empty work directory there.
@@ -74,10 +75,10 @@ fi
 
 # 2. The gateway, fakellm and the plugins.
 make --no-print-directory gateway fakellm plugins >"$OUT/build.log" 2>&1 || { log "build failed: $OUT/build.log"; exit 2; }
-./bin/fakellm -addr 127.0.0.1:$P_VLLM -engine vllm -models $VLLM_MODEL -max-model-len 65536 -tokens 24 \
+./bin/fakellm -addr 127.0.0.1:$P_VLLM -engine vllm -models $VLLM_MODEL -max-model-len 65536 -tokens 24 -tool-turns 1 \
 	-log-level warn >"$OUT/fakellm-vllm.log" 2>&1 &
 PIDS+=($!)
-./bin/fakellm -addr 127.0.0.1:$P_OLLAMA -engine ollama -models $OLLAMA_MODEL -max-model-len 65536 -tokens 24 \
+./bin/fakellm -addr 127.0.0.1:$P_OLLAMA -engine ollama -models $OLLAMA_MODEL -max-model-len 65536 -tokens 24 -tool-turns 1 \
 	-log-level warn >"$OUT/fakellm-ollama.log" 2>&1 &
 PIDS+=($!)
 mkdir -p "$OUT/data"

@@ -232,6 +232,21 @@ func jtype(v *fastjson.Value) fastjson.Type {
 	return v.Type()
 }
 
+// toolTurnsUsed reports whether a chat request's history already holds
+// max assistant turns with tool calls (max 0: never).
+func toolTurnsUsed(req *fastjson.Value, max int) bool {
+	if max <= 0 {
+		return false
+	}
+	n := 0
+	for _, m := range req.GetArray("messages") {
+		if string(m.GetStringBytes("role")) == "assistant" && len(m.GetArray("tool_calls")) > 0 {
+			n++
+		}
+	}
+	return n >= max
+}
+
 // lastRoleTool reports whether a tool's result came after the chat
 // request's last assistant message.
 func lastRoleTool(req *fastjson.Value) bool {

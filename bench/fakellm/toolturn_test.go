@@ -32,3 +32,23 @@ func TestChatAnswersAfterToolResult(t *testing.T) {
 		}
 	}
 }
+
+// TestChatToolTurns: with ToolTurns 1 a conversation gets one tool call;
+// a new user turn after it is answered in text.
+func TestChatToolTurns(t *testing.T) {
+	_, url := startServer(t, Config{Tokens: 6, ToolTurns: 1})
+	tools := `"tools":[{"type":"function","function":{"name":"ls","parameters":{"type":"object"}}}]`
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]}`
+	for _, tc := range []struct {
+		msgs string
+		tool bool
+	}{
+		{`{"role":"user","content":"list"}`, true},
+		{`{"role":"user","content":"list"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"a"},{"role":"assistant","content":"done"},{"role":"user","content":"again"}`, false},
+	} {
+		_, _, body := post(t, url+"/v1/chat/completions", `{"model":"llama3.1-8b","messages":[`+tc.msgs+`],`+tools+`}`)
+		if got := strings.Contains(string(body), `"tool_calls":[{`); got != tc.tool {
+			t.Errorf("tool call %v, want %v: %s", got, tc.tool, body)
+		}
+	}
+}
