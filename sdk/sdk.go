@@ -544,7 +544,7 @@ func (o *Output) SetMeta(key, value string) { o.meta = abi.AppendMeta(o.meta, ke
 // and error encodes of that request find it with Echo. A host older
 // than 2.9 drops it.
 func (c *Call) SetEcho(b []byte) {
-	if len(b) == 0 || len(b) > abi.MaxEchoBytes {
+	if len(b) == 0 || len(b) > abi.MaxEchoBytes || c.plugin == nil {
 		return
 	}
 	c.plugin.out.meta = abi.AppendMetaBytes(c.plugin.out.meta, abi.MetaEcho, b)
@@ -561,7 +561,7 @@ func (c *Call) Echo() []byte {
 // DecodeRequest did not offer the model (abi.MetaDroppedTools, ABI 2.9):
 // the host tells the client in the X-MindRouter-Dropped-Tools header.
 func (c *Call) SetDroppedTools(names string) {
-	if names == "" {
+	if names == "" || c.plugin == nil {
 		return
 	}
 	c.plugin.out.meta = abi.AppendMeta(c.plugin.out.meta, abi.MetaDroppedTools, names)
