@@ -196,3 +196,25 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestResponses_EchoesPreviousResponseID: a chained response names the
+// response it continues (the keeper takes the field out of the body
+// before the translator reads it; it said null).
+func TestResponses_EchoesPreviousResponseID(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
+	ctx := context.Background()
+	first, err := e.client.Responses.New(ctx, respParams(ollamaModel, "Hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := respParams(ollamaModel, "And then?")
+	p.PreviousResponseID = openai.String(first.ID)
+	second, err := e.client.Responses.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.PreviousResponseID != first.ID {
+		t.Errorf("previous_response_id = %q, want %q", second.PreviousResponseID, first.ID)
+	}
+}

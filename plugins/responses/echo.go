@@ -5,6 +5,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
 // The Response object repeats the request: its instructions, limits,
@@ -87,7 +88,15 @@ func writeEcho(c *sdk.Call, f *reqFields, tl *toolList, w *sdk.StateWriter, scra
 	b = append(b, `"parallel_tool_calls":`...)
 	b = appendRaw(b, f.parallelToolCalls, "true")
 	b = append(b, `,"previous_response_id":`...)
-	b = appendRaw(b, f.previousResponseID, "null")
+	if id, ok := c.MetaBytes(abi.MetaKeptPrefix + "previous_response_id"); ok {
+		b = jsonw.String(b, view(id)) // the host's keeper took it out of the body
+	} else {
+		b = appendRaw(b, f.previousResponseID, "null")
+	}
+	if id, ok := c.MetaBytes(abi.MetaKeptPrefix + "conversation"); ok {
+		b = append(b, `,"conversation":{"id":`...)
+		b = append(jsonw.String(b, view(id)), '}')
+	}
 	b = append(b, `,"reasoning":`...)
 	b = appendReasoning(b, f.reasoning)
 	b = append(b, `,"store":`...)

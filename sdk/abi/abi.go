@@ -248,8 +248,10 @@ import (
 //     fields its Response object repeats and the namespaced tools it
 //     flattened) and name the tools it did not offer the model
 //     (MetaDroppedTools: the host answers with the
-//     X-MindRouter-Dropped-Tools header). An older host passes neither:
-//     the translator answers as it did.
+//     X-MindRouter-Dropped-Tools header); a responses-kind route's
+//     translator ops learn the state ids the host's keeper consumed
+//     (MetaKeptPrefix). An older host passes none of them: the
+//     translator answers as it did.
 const (
 	VersionMajor = 2
 	VersionMinor = 9
@@ -722,6 +724,12 @@ const (
 	// hosted tool no backend runs), comma-separated names; the host sets
 	// them as the answer's X-MindRouter-Dropped-Tools header.
 	MetaDroppedTools = "dropped_tools"
+	// MetaKeptPrefix (2.9): in, every translator op of a responses-kind
+	// route whose state the host keeps: one pair per state field its
+	// keeper consumed from the body (MetaKeptPrefix+"previous_response_id",
+	// MetaKeptPrefix+"conversation": the id the client sent), so the
+	// answer can repeat them.
+	MetaKeptPrefix = "kept."
 )
 
 // MaxEchoBytes bounds MetaEcho: a longer note is not passed back (the
