@@ -19,7 +19,7 @@ export MINDROUTER_TEST_WASM ?= $(CURDIR)/plugins
 # go-nvml (sidecar only) prints harmless deprecation warnings under cgo.
 export CGO_CFLAGS ?= -Wno-deprecated-declarations
 
-.PHONY: deploy-check image help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short test-faults fuzz bench lint fmt check clean FORCE
+.PHONY: compat deploy-check image help build gateway fakellm plugins sidecar run test test-norace test-quick build-check test-deps matrix matrix-from tidy-check test-short test-faults fuzz bench lint fmt check clean FORCE
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s '	'
@@ -150,6 +150,12 @@ fuzz: ## run each fuzz target for FUZZTIME (default 20s)
 	  for f in $$($(GO) test -list 'Fuzz.*' $$pkg 2>/dev/null | grep ^Fuzz); do \
 	    echo "== $$pkg $$f"; $(GO) test -run=^$$ -fuzz=^$$f$$ -fuzztime=$${FUZZTIME:-20s} $$pkg || exit 1; \
 	  done; done
+
+# Not in make test: installs Claude Code, Codex and Qwen Code from npm (a
+# few hundred MB, cached in .cache/compat) and runs each against a local
+# gateway with fakellm backends.
+compat: ## the coding agents (Claude Code, Codex, Qwen Code from npm) against a local gateway: no API error, no 4xx
+	bash bench/compat/compat.sh $(COMPAT_OUT)
 
 bench: plugins ## Go benchmarks of the hot paths
 	$(GO) -C sdk test -run=^$$ -bench=. -benchmem ./...

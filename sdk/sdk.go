@@ -539,6 +539,34 @@ type Output struct {
 // abi.MetaStatus, abi.MetaContentType, ...).
 func (o *Output) SetMeta(key, value string) { o.meta = abi.AppendMeta(o.meta, key, value) }
 
+// SetEcho leaves the translator a note for the answer to the request its
+// DecodeRequest is reading (abi.MetaEcho, ABI 2.9): the response, stream
+// and error encodes of that request find it with Echo. A host older
+// than 2.9 drops it.
+func (c *Call) SetEcho(b []byte) {
+	if len(b) == 0 || len(b) > abi.MaxEchoBytes || c.plugin == nil {
+		return
+	}
+	c.plugin.out.meta = abi.AppendMetaBytes(c.plugin.out.meta, abi.MetaEcho, b)
+}
+
+// Echo returns the note the request's DecodeRequest left with SetEcho
+// (nil when none, or from a host older than 2.9).
+func (c *Call) Echo() []byte {
+	b, _ := c.MetaBytes(abi.MetaEcho)
+	return b
+}
+
+// SetDroppedTools names, comma-separated, the client's tools that
+// DecodeRequest did not offer the model (abi.MetaDroppedTools, ABI 2.9):
+// the host tells the client in the X-MindRouter-Dropped-Tools header.
+func (c *Call) SetDroppedTools(names string) {
+	if names == "" || c.plugin == nil {
+		return
+	}
+	c.plugin.out.meta = abi.AppendMeta(c.plugin.out.meta, abi.MetaDroppedTools, names)
+}
+
 // State is a stream's opaque state blob. In holds what the previous call of
 // this stream stored (empty on the first call); Set replaces it. Unless Set
 // is called the host keeps the previous blob.

@@ -81,6 +81,13 @@ type Config struct {
 	// closed mid-response: streams after about half of their tokens,
 	// non-streaming requests before the response.
 	DropRate float64
+	// ToolTurns, when positive, is how many tool calls a conversation
+	// gets: once its history holds that many assistant turns with tool
+	// calls, the model answers in text. Agents whose every turn the fake
+	// would otherwise answer with a call of a tool it picks (Claude
+	// Code's subagents report back as new user turns) then end their
+	// task. 0: no bound.
+	ToolTurns int
 	// Seed seeds the fault-injection random source, so a given sequence of
 	// requests meets the same faults. Generated text does not depend on it.
 	Seed int64

@@ -33,7 +33,9 @@
 //     does (a first delta with id, type and name, then argument fragments);
 //     Ollama sends it whole, arguments as an object. As in vLLM, the finish
 //     reason is "tool_calls" for tool_choice auto/required and "stop" for a
-//     named tool; Ollama always says "stop".
+//     named tool; Ollama always says "stop". After a tool's result the
+//     model answers in text; Config.ToolTurns bounds the tool calls of a
+//     conversation (agents then end their task).
 //   - Reasoning for models named like qwen3, deepseek-r1 or gpt-oss when
 //     asked (vLLM chat_template_kwargs.enable_thinking or reasoning_effort;
 //     Ollama think). Reasoning tokens count against the token limit. With

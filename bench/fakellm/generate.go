@@ -232,9 +232,35 @@ func jtype(v *fastjson.Value) fastjson.Type {
 	return v.Type()
 }
 
-// lastRoleTool reports whether a chat request's last message is a tool's
-// result.
+// toolTurnsUsed reports whether a chat request's history already holds
+// max assistant turns with tool calls (max 0: never).
+func toolTurnsUsed(req *fastjson.Value, max int) bool {
+	if max <= 0 {
+		return false
+	}
+	n := 0
+	for _, m := range req.GetArray("messages") {
+		if string(m.GetStringBytes("role")) == "assistant" && len(m.GetArray("tool_calls")) > 0 {
+			n++
+		}
+	}
+	return n >= max
+}
+
+// lastRoleTool reports whether a tool's result came after the chat
+// request's last assistant message.
 func lastRoleTool(req *fastjson.Value) bool {
 	msgs := req.GetArray("messages")
-	return len(msgs) > 0 && string(msgs[len(msgs)-1].GetStringBytes("role")) == "tool"
+	// Since the last answer: agents (Claude Code) send a tool's result
+	// with text after it (reminders), which the translators make a user
+	// message following the tool message.
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch string(msgs[i].GetStringBytes("role")) {
+		case "tool":
+			return true
+		case "assistant":
+			return false
+		}
+	}
+	return false
 }

@@ -191,7 +191,7 @@ func (s *Server) parseOllama(ctx *fasthttp.RequestCtx, v *fastjson.Value, chat b
 			r.jsonContent = jsonFromSchema(f, seed)
 		}
 	}
-	if chat && !lastRoleTool(v) { // after a tool's result a model answers in text
+	if chat && !lastRoleTool(v) && !toolTurnsUsed(v, s.cfg.ToolTurns) { // after a tool's result a model answers in text
 		if tp, _ := pickTool(v.GetArray("tools"), "", seed); tp != nil {
 			r.tool = tp
 		}

@@ -72,7 +72,7 @@ func (s *Server) parseVLLMChat(v *fastjson.Value) (*genRequest, *apiError) {
 	choice := v.Get("tool_choice")
 	// A model that was just given a tool's result answers in text, as real
 	// ones do, unless tool_choice forces another call.
-	call, name := len(tools) > 0 && !lastRoleTool(v), ""
+	call, name := len(tools) > 0 && !lastRoleTool(v) && !toolTurnsUsed(v, s.cfg.ToolTurns), ""
 	required := false
 	if choice != nil && choice.Type() != fastjson.TypeNull {
 		switch choice.Type() {

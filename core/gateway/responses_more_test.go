@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,11 +140,21 @@ func TestResponsesSDK_Errors(t *testing.T) {
 			if statusOf(err) != 404 {
 				t.Fatalf("unknown model: %v", err)
 			}
+			// A tool type OpenAI does not have either (a hosted one, such
+			// as web_search, is dropped: TestResponses_CodexExec).
+			code, _, v := rawPost(t, e.base+"/v1/responses", adminKey,
+				`{"model":"`+model+`","input":"hi","tools":[{"type":"hologram"}]}`)
+			ev, _ := v["error"].(map[string]any)
+			if code != 400 || ev["type"] != "invalid_request_error" || !strings.Contains(fmt.Sprint(ev["message"]), "tools[0]") {
+				t.Fatalf("an unknown tool type: %d %v", code, v)
+			}
 			p := respParams(model, "hi")
-			p.Tools = []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}}
+			p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+				{OfMessage: &responses.EasyInputMessageParam{Role: "user", Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String("hi")}}},
+				{OfItemReference: &responses.ResponseInputItemItemReferenceParam{ID: "msg_1"}}}}
 			_, err = e.client.Responses.New(ctx, p)
-			if statusOf(err) != 400 || !errorAs(err, &ae) || ae.Type != "invalid_request_error" || !strings.Contains(ae.Message, "tools[0]") {
-				t.Fatalf("a hosted tool: %v", err)
+			if statusOf(err) != 400 || !errorAs(err, &ae) || ae.Type != "invalid_request_error" || !strings.Contains(ae.Message, "input[1]") {
+				t.Fatalf("an item reference: %v", err)
 			}
 			matrix.Mark(t, "responses", "errors", engineOf(model))
 		})

@@ -34,7 +34,34 @@ type Calls struct {
 	Extra []byte
 
 	meta []byte
-	t, a pluginhost.Result
+	// echo is the translator's note for the answer (abi.MetaEcho, 2.9)
+	// and dropped the tools it did not offer the model
+	// (abi.MetaDroppedTools), copied from the request's decode.
+	echo, dropped []byte
+	t, a          pluginhost.Result
+}
+
+// DroppedTools is what the request's decode named as the client's tools
+// it did not offer the model (comma-separated; empty for none).
+func (c *Calls) DroppedTools() []byte { return c.dropped }
+
+// noteDecode keeps what a request decode's meta m leaves for the answer.
+func (c *Calls) noteDecode(m []byte) {
+	e, _ := abi.MetaGet(m, abi.MetaEcho)
+	if len(e) > abi.MaxEchoBytes {
+		e = nil
+	}
+	c.echo = append(c.echo[:0], e...)
+	d, _ := abi.MetaGet(m, abi.MetaDroppedTools)
+	c.dropped = append(c.dropped[:0], d...)
+}
+
+// appendEcho appends the request's note, when it has one.
+func (c *Calls) appendEcho(m []byte) []byte {
+	if len(c.echo) == 0 {
+		return m
+	}
+	return abi.AppendMetaBytes(m, abi.MetaEcho, c.echo)
 }
 
 // Reset readies c for another request.
@@ -43,6 +70,7 @@ func (c *Calls) Reset(requestID uint64, route, kind string) {
 	c.T, c.A = 0, 0
 	c.Images = c.Images[:0]
 	c.Extra = c.Extra[:0]
+	c.echo, c.dropped = c.echo[:0], c.dropped[:0]
 }
 
 func (c *Calls) routeMeta() []byte {
@@ -78,6 +106,7 @@ func (c *Calls) DecodeRequest(ctx context.Context, t *pluginhost.Version, body [
 	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
 	r.Choices = metaInt(m, abi.MetaChoices)
 	r.Canonical = c.t.Payload
+	c.noteDecode(m)
 	return nil
 }
 
@@ -206,6 +235,7 @@ func (c *Calls) headerMeta(h *Header) []byte {
 	if h.IncludeUsage {
 		m = abi.AppendMeta(m, abi.MetaIncludeUsage, "1")
 	}
+	m = c.appendEcho(m)
 	c.meta = m
 	return m
 }
@@ -256,6 +286,7 @@ func (c *Calls) EncodeStreamError(ctx context.Context, t *pluginhost.Version, e 
 	m := c.routeMeta()
 	if stream {
 		m = abi.AppendMeta(m, abi.MetaStream, "1")
+		m = c.appendEcho(m) // the terminal event repeats the request
 	}
 	c.meta = m
 	if err := t.Call(ctx, abi.OpErrorEncode, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, State: state, Meta: m, Payload: e.AppendJSON(scratch[:0])}, &c.t); err != nil {
@@ -311,6 +342,7 @@ func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []
 	r.IncludeUsage = metaFlag(m, abi.MetaIncludeUsage)
 	r.MaxTokens = metaInt(m, abi.MetaMaxTokens)
 	r.Canonical = nil
+	c.noteDecode(m)
 	br.Method = metaConst(m, abi.MetaMethod, "POST")
 	br.Path = metaConst(m, abi.MetaPath, "/")
 	br.ContentType = metaConst(m, abi.MetaContentType, "application/json")

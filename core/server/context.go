@@ -61,25 +61,14 @@ func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 	if err := ex.canonical(); err != nil {
 		return 0, err
 	}
-	var n, room int
-	if v, ok := ex.exactCount(b, ctxLen); ok {
-		if v.MaxLen > 0 {
-			ctxLen = min(ctxLen, v.MaxLen) // the engine's own limit, if discovery's is stale
+	n, room, ctxLen, err := ex.measure(b, ctxLen, est)
+	if err != nil || n < 0 {
+		return 0, err // n < 0: no tokenizer, left to the backend
+	}
+	if room < 1 {
+		if n, room, err = ex.truncateOldest(b, ctxLen, est, n, room); err != nil {
+			return 0, err
 		}
-		n, room = v.Tokens, ctxLen-v.Tokens-ctxExactMarginTokens
-	} else {
-		var req canon.ChatRequest
-		if err := req.DecodeJSON(ex.canon); err != nil {
-			return 0, pluginFailure(err)
-		}
-		c, err := ex.s.tokens.Chat(&req)
-		switch {
-		case errors.Is(err, tokens.ErrTooLong):
-			c = int(est) // beyond what the gateway counts: the estimate decides
-		case err != nil:
-			return 0, nil // no tokenizer: leave it to the backend
-		}
-		n, room = c, ctxLen-c-c*ctxMarginPct/100-ctxMarginTokens
 	}
 	if room < 1 {
 		e := apierr.New(canon.ErrInvalidRequest, "context_length_exceeded",
@@ -95,6 +84,110 @@ func (ex *exchange) contextCap(b *backend.Backend, ctxLen int) (int, error) {
 		return 0, nil
 	}
 	return room, nil
+}
+
+// measure counts the input of the canonical request (ex.canon) for a
+// window of ctxLen tokens on b: its tokens n and the room left for
+// output, with the margin of the way it was counted (exactly by the
+// backend, else offline), and the window (lowered to the engine's own
+// limit when its count says so). n is -1 when it cannot be counted.
+func (ex *exchange) measure(b *backend.Backend, ctxLen int, est int64) (n, room, window int, err error) {
+	if v, ok := ex.exactCount(b, ctxLen); ok {
+		if v.MaxLen > 0 {
+			ctxLen = min(ctxLen, v.MaxLen) // the engine's own limit, if discovery's is stale
+		}
+		return v.Tokens, ctxLen - v.Tokens - ctxExactMarginTokens, ctxLen, nil
+	}
+	var req canon.ChatRequest
+	if err := req.DecodeJSON(ex.canon); err != nil {
+		return 0, 0, ctxLen, pluginFailure(err)
+	}
+	n, room, ok := ex.offlineRoom(&req, ctxLen, est)
+	if !ok {
+		return -1, 0, ctxLen, nil
+	}
+	return n, room, ctxLen, nil
+}
+
+// offlineRoom counts req with the gateway's tokenizer: its tokens and the
+// room left in ctxLen with the offline margin; ok is false without a
+// tokenizer. An input beyond what the tokenizer counts is taken at the
+// byte estimate est.
+func (ex *exchange) offlineRoom(req *canon.ChatRequest, ctxLen int, est int64) (n, room int, ok bool) {
+	c, err := ex.s.tokens.Chat(req)
+	switch {
+	case errors.Is(err, tokens.ErrTooLong):
+		c = int(est)
+	case err != nil:
+		return 0, 0, false
+	}
+	return c, ctxLen - c - c*ctxMarginPct/100 - ctxMarginTokens, true
+}
+
+// maxTruncateCounts bounds the backend counts truncateOldest asks for.
+const maxTruncateCounts = 8
+
+// truncateOldest makes a request that asked for it (canon
+// TruncateOldest: OpenAI Responses' truncation "auto") fit the window by
+// dropping its oldest turns (a turn: a user message and the answers and
+// tool results up to the next one), keeping the system messages and the
+// last turn; the other requests are left as they are (n, room). The
+// offline count picks how many turns go, then the request is counted as
+// before and a turn more goes while it still does not fit. ex.canon is
+// rewritten.
+func (ex *exchange) truncateOldest(b *backend.Backend, ctxLen int, est int64, n, room int) (int, int, error) {
+	var req canon.ChatRequest
+	if err := req.DecodeJSON(ex.canon); err != nil {
+		return 0, 0, pluginFailure(err)
+	}
+	if !req.TruncateOldest {
+		return n, room, nil
+	}
+	dropped := 0
+	for {
+		_, oroom, ok := ex.offlineRoom(&req, ctxLen, est)
+		if ok && oroom >= 1 || !dropOldestTurn(&req) {
+			break
+		}
+		dropped++
+	}
+	for counts := 0; ; counts++ {
+		if dropped > 0 {
+			ex.canon = req.AppendJSON(ex.canon[:0])
+			var err error
+			if n, room, ctxLen, err = ex.measure(b, ctxLen, est); err != nil {
+				return 0, 0, err
+			}
+			if n < 0 {
+				return 0, 1, nil // no tokenizer any more: the backend decides
+			}
+		}
+		if room >= 1 || counts >= maxTruncateCounts || !dropOldestTurn(&req) {
+			return n, room, nil
+		}
+		dropped++
+	}
+}
+
+// dropOldestTurn removes req's oldest turn: the first message that is not
+// a system message, and what follows it up to the next user message. It
+// reports false, changing nothing, when the last turn is all that is
+// left.
+func dropOldestTurn(req *canon.ChatRequest) bool {
+	m := req.Messages
+	i := 0
+	for i < len(m) && m[i].Role == canon.RoleSystem {
+		i++
+	}
+	j := i + 1
+	for j < len(m) && m[j].Role != canon.RoleUser {
+		j++
+	}
+	if i >= len(m) || j >= len(m) {
+		return false
+	}
+	req.Messages = append(m[:i], m[j:]...)
+	return true
 }
 
 // outputCap combines the budget's cap (ex.maxOutput) with the context's.

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/core/apierr"
 	"github.com/mindrouter/mindrouter/core/auth"
 	"github.com/mindrouter/mindrouter/core/outcome"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
@@ -65,6 +68,7 @@ func (k keep) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	if k.k == nil {
 		return nil
 	}
+	ex.noteKept()
 	body, turn, err := k.k.Begin(ex.ctx, &ex.principal, ex.id, ex.body)
 	if err != nil {
 		return err
@@ -83,4 +87,33 @@ func (k keep) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.body, ex.turn = body, turn
 	return nil
+}
+
+// noteKept tells the translator ops the state ids the keeper is about to
+// take out of the body (abi.MetaKeptPrefix), so the answer repeats them.
+// Only a body naming one is parsed for them.
+func (ex *exchange) noteKept() {
+	b := ex.body
+	if !bytes.Contains(b, []byte(`"previous_response_id"`)) && !bytes.Contains(b, []byte(`"conversation"`)) {
+		return
+	}
+	var p fastjson.Parser
+	v, err := p.ParseBytes(b)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return // Begin answers it
+	}
+	m := ex.calls.Extra
+	if id := v.GetStringBytes("previous_response_id"); len(id) > 0 {
+		m = abi.AppendMetaBytes(m, abi.MetaKeptPrefix+"previous_response_id", id)
+	}
+	cv := v.Get("conversation")
+	if cv != nil && cv.Type() == fastjson.TypeObject {
+		cv = cv.Get("id")
+	}
+	if cv != nil && cv.Type() == fastjson.TypeString {
+		if id, _ := cv.StringBytes(); len(id) > 0 {
+			m = abi.AppendMetaBytes(m, abi.MetaKeptPrefix+"conversation", id)
+		}
+	}
+	ex.calls.Extra = m
 }

@@ -268,11 +268,25 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	}
 	ex.out.Usage, ex.out.FinishReason, ex.outEst = ex.dec.Usage, ex.dec.FinishReason, int64(ex.dec.OutputTokens)
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
+	ex.noteDropped(ctx)
 	ex.out.BytesOut = int64(len(ex.enc.Body))
 	if ex.turn != nil {
 		ex.turn.Write(ex.enc.Body)
 	}
 	return ex.setAnswer(ctx, ex.enc.Body) // clientwrite.go
+}
+
+// DroppedToolsHeader names, on an answer, the client's tools the
+// translator did not offer the model (hosted tools no backend runs:
+// OpenAI Responses' web_search, file_search, ...).
+const DroppedToolsHeader = "X-MindRouter-Dropped-Tools"
+
+// noteDropped sets DroppedToolsHeader when the request's decode dropped
+// tools.
+func (ex *exchange) noteDropped(ctx *fasthttp.RequestCtx) {
+	if d := ex.calls.DroppedTools(); len(d) > 0 {
+		ctx.Response.Header.SetBytesV(DroppedToolsHeader, d)
+	}
 }
 
 func orDefault(v, def string) string {
@@ -339,6 +353,7 @@ func (ex *exchange) startStream(ctx *fasthttp.RequestCtx) error {
 	ctx.SetContentType(ct)
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ex.noteDropped(ctx)
 	ex.meta = ex.calls.StreamMeta(ex.header(), ex.meta)
 	ex.s.met.streams.Add(1)
 	if ex.watch.stole {

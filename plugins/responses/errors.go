@@ -20,7 +20,7 @@ import (
 // appendFailed for what it can and cannot say.
 func (t *Translator) EncodeError(c *sdk.Call, e *canon.Error, out *sdk.Output) error {
 	if c.Meta(abi.MetaStream) == "1" {
-		out.Body = appendFailed(out.Body, e, failedSeq, nil)
+		out.Body = appendFailed(c, out.Body, e, failedSeq, nil)
 		return nil
 	}
 	if e.Param == "" && e.Status >= 400 && e.Status < 500 {
@@ -47,7 +47,7 @@ func (t *Translator) EncodeStreamError(c *sdk.Call, st *sdk.State, e *canon.Erro
 	if len(st.In) == 0 {
 		// A host older than ABI 2.5, or a stream that failed before its
 		// first event: no state to continue from.
-		out.Body = appendFailed(out.Body, e, failedSeq, nil)
+		out.Body = appendFailed(c, out.Body, e, failedSeq, nil)
 		return nil
 	}
 	var s streamState
@@ -88,8 +88,9 @@ const CodeStateTooLarge = "stream_state_too_large"
 // appendFailed writes response.failed for e without the stream's state:
 // its response id comes from the error's request id (the gateway's
 // "chatcmpl-<hex>"), its output is empty and its model unknown.
-func appendFailed(b []byte, e *canon.Error, seq uint64, items []item) []byte {
+func appendFailed(c *sdk.Call, b []byte, e *canon.Error, seq uint64, items []item) []byte {
 	h := ids{hex: strings.TrimPrefix(e.RequestID, "chatcmpl-"), created: "0"}
+	h.echo.read(c)
 	return appendFailedWith(b, &h, e, seq, items)
 }
 

@@ -17,6 +17,7 @@ import (
 type ids struct {
 	hex, model, created string
 	num                 [20]byte // created, when the meta had none
+	echo                echoNote // the request's note (defaults without one)
 }
 
 // read fills the ids from the call's meta, falling back to the backend's
@@ -35,6 +36,7 @@ func (h *ids) read(c *sdk.Call, id, model string, created int64) {
 	} else {
 		h.created = view(strconv.AppendInt(h.num[:0], created, 10))
 	}
+	h.echo.read(c)
 }
 
 // view returns b as a string without copying; b must not change while the

@@ -248,7 +248,7 @@ func decodeImage(o *fastjson.Object, path string, p *canon.Part) error {
 	return sdk.BadInput(path + ".image_url must be an http(s) URL or a base64 data URI")
 }
 
-// functionCall reads {"call_id", "name", "arguments"}: a tool call of the
+// functionCall reads {"call_id", "name", "namespace", "arguments"}: a tool call of the
 // assistant turn it joins or opens.
 func (d *inputDecoder) functionCall(o *fastjson.Object, path string) error {
 	var tc canon.ToolCall
@@ -261,6 +261,16 @@ func (d *inputDecoder) functionCall(o *fastjson.Object, path string) error {
 	}
 	if tc.Name == "" {
 		return jsonread.ErrRequired(path + ".name")
+	}
+	// A call of a namespaced tool (Codex's): the model saw it flattened.
+	if nv := o.Get("namespace"); nv != nil && nv.Type() != fastjson.TypeNull {
+		ns, ok := jsonread.Str(nv)
+		if !ok {
+			return jsonread.ErrType(path+".namespace", "a string")
+		}
+		if ns != "" {
+			tc.Name = flatName(ns, tc.Name)
+		}
 	}
 	if tc.Arguments, err = reqString(o, path, "arguments"); err != nil {
 		return err

@@ -1,6 +1,8 @@
 package responses
 
 import (
+	"strings"
+
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
@@ -8,27 +10,36 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/canon"
 )
 
-// decodeTools reads tools (function tools only: the hosted tools run on
-// OpenAI's side, which no backend here has), tool_choice and
-// parallel_tool_calls. Function tools are flat in this API:
-// {"type":"function","name","description","parameters","strict"}.
-func decodeTools(f *reqFields, req *canon.ChatRequest) error {
+// decodeTools reads tools, tool_choice and parallel_tool_calls into req,
+// and what the answer needs of them into tl. Function tools are flat in
+// this API: {"type":"function","name","description","parameters",
+// "strict"}. A namespace ({"type":"namespace","name","tools":[function
+// tools]}, Codex's grouping) is flattened: each of its tools is offered
+// as "<namespace>__<name>" (Codex's own flat spelling), and the calls the
+// model makes are named back (namespace and name) in the answer. Hosted
+// tools run on OpenAI's side, which no backend here has: they are not
+// offered to the model, and the host names them in the answer's
+// X-MindRouter-Dropped-Tools header; another type is refused.
+func decodeTools(f *reqFields, req *canon.ChatRequest, tl *toolList) error {
 	if f.tools != nil {
 		arr, err := f.tools.Array()
 		if err != nil {
 			return jsonread.ErrType("tools", "an array")
 		}
 		if len(arr) > 0 {
-			req.Tools = make([]canon.Tool, len(arr))
+			req.Tools = make([]canon.Tool, 0, len(arr))
 		}
 		for i, tv := range arr {
-			if err := decodeTool(tv, jsonread.At("tools", i), &req.Tools[i]); err != nil {
+			if err := tl.tool(tv, jsonread.At("tools", i), req); err != nil {
 				return err
 			}
 		}
+		if len(req.Tools) == 0 {
+			req.Tools = nil
+		}
 	}
 	if f.toolChoice != nil {
-		tc, err := decodeToolChoice(f.toolChoice)
+		tc, err := decodeToolChoice(f.toolChoice, tl)
 		if err != nil {
 			return err
 		}
@@ -44,7 +55,36 @@ func decodeTools(f *reqFields, req *canon.ChatRequest) error {
 	return nil
 }
 
-func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
+// toolList is what decodeTools learnt for the answer: the flattened
+// namespaced tools and the hosted tools dropped.
+type toolList struct {
+	names   []nsName
+	dropped []string
+}
+
+// nsName is a namespaced tool as the model sees it (flat) and as the
+// client named it.
+type nsName struct{ flat, namespace, name string }
+
+// hostedTools are the tool types OpenAI runs (or asks the client to run
+// through an item type of its own) that the gateway does not offer the
+// model.
+var hostedTools = map[string]bool{
+	"web_search": true, "web_search_preview": true, "web_search_preview_2025_03_11": true,
+	"web_search_2025_08_26": true, "file_search": true, "code_interpreter": true,
+	"computer_use_preview": true, "computer_use": true, "computer": true, "image_generation": true,
+	"mcp": true, "local_shell": true, "shell": true, "apply_patch": true, "tool_search": true,
+	"custom": true,
+}
+
+// flatName is Codex's flat spelling of a namespaced tool: the namespace's
+// trailing and the name's leading underscores trimmed around "__".
+func flatName(namespace, name string) string {
+	return strings.TrimRight(namespace, "_") + "__" + strings.TrimLeft(name, "_")
+}
+
+// tool reads one tools entry at path into req.Tools.
+func (tl *toolList) tool(v *fastjson.Value, path string, req *canon.ChatRequest) error {
 	o, err := v.Object()
 	if err != nil {
 		return jsonread.ErrType(path, "an object")
@@ -53,9 +93,78 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	if err != nil {
 		return err
 	}
-	if typ != "function" {
-		return sdk.BadInput(path + ".type: tool type " + typ + " is not supported on this gateway (only function tools are)")
+	switch {
+	case typ == "function":
+		var t canon.Tool
+		if err := decodeFunction(o, path, &t); err != nil {
+			return err
+		}
+		req.Tools = append(req.Tools, t)
+		return nil
+	case typ == "namespace":
+		return tl.namespace(o, path, req)
+	case hostedTools[typ]:
+		name := typ
+		if nv := o.Get("name"); nv != nil && (typ == "custom" || typ == "mcp") {
+			if n, ok := jsonread.Str(nv); ok && n != "" {
+				name = typ + ":" + n
+			}
+		}
+		tl.dropped = append(tl.dropped, name)
+		return nil
 	}
+	return sdk.BadInput(path + ".type: tool type " + typ + " is not supported on this gateway (function and namespace tools are offered to the model, hosted tools are dropped)")
+}
+
+// namespace flattens {"type":"namespace","name","description","tools"}.
+func (tl *toolList) namespace(o *fastjson.Object, path string, req *canon.ChatRequest) error {
+	ns, err := reqString(o, path, "name")
+	if err != nil {
+		return err
+	}
+	if ns == "" {
+		return jsonread.ErrRequired(path + ".name")
+	}
+	tv := o.Get("tools")
+	if tv == nil || tv.Type() == fastjson.TypeNull {
+		return jsonread.ErrRequired(path + ".tools")
+	}
+	arr, err := tv.Array()
+	if err != nil {
+		return jsonread.ErrType(path+".tools", "an array")
+	}
+	for j, fv := range arr {
+		fp := jsonread.At(path+".tools", j)
+		fo, err := fv.Object()
+		if err != nil {
+			return jsonread.ErrType(fp, "an object")
+		}
+		typ, err := reqString(fo, fp, "type")
+		if err != nil {
+			return err
+		}
+		if typ != "function" {
+			if hostedTools[typ] {
+				tl.dropped = append(tl.dropped, ns+"."+typ)
+				continue
+			}
+			return sdk.BadInput(fp + ".type: tool type " + typ + " is not supported in a namespace on this gateway (only function)")
+		}
+		var t canon.Tool
+		if err := decodeFunction(fo, fp, &t); err != nil {
+			return err
+		}
+		name := t.Name
+		t.Name = flatName(ns, name)
+		tl.names = append(tl.names, nsName{flat: t.Name, namespace: ns, name: name})
+		req.Tools = append(req.Tools, t)
+	}
+	return nil
+}
+
+// decodeFunction reads a function tool's name and fields.
+func decodeFunction(o *fastjson.Object, path string, t *canon.Tool) error {
+	var err error
 	if t.Name, err = reqString(o, path, "name"); err != nil {
 		return err
 	}
@@ -65,9 +174,22 @@ func decodeTool(v *fastjson.Value, path string, t *canon.Tool) error {
 	return jsonread.ToolFields(o, path, "parameters", t)
 }
 
-// decodeToolChoice reads "auto" | "none" | "required" or
-// {"type":"function","name"}.
-func decodeToolChoice(v *fastjson.Value) (*canon.ToolChoice, error) {
+// unflat returns the namespace and name a flattened tool name stands
+// for; a name no namespace gave is returned as it is, with no namespace.
+func (tl *toolList) unflat(flat string) (namespace, name string) {
+	for i := range tl.names {
+		if tl.names[i].flat == flat {
+			return tl.names[i].namespace, tl.names[i].name
+		}
+	}
+	return "", flat
+}
+
+// decodeToolChoice reads "auto" | "none" | "required",
+// {"type":"function","name"[,"namespace"]} or a hosted tool's choice
+// ({"type":"web_search"}: that tool is not offered, so the model
+// chooses, auto).
+func decodeToolChoice(v *fastjson.Value, tl *toolList) (*canon.ToolChoice, error) {
 	if s, ok := jsonread.Str(v); ok {
 		switch s {
 		case "auto":
@@ -87,6 +209,9 @@ func decodeToolChoice(v *fastjson.Value) (*canon.ToolChoice, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hostedTools[typ] {
+		return &canon.ToolChoice{Mode: canon.ToolChoiceAuto}, nil
+	}
 	if typ != "function" {
 		return nil, sdk.BadInput("tool_choice.type: tool choice type " + typ + " is not supported on this gateway (only function)")
 	}
@@ -96,6 +221,11 @@ func decodeToolChoice(v *fastjson.Value) (*canon.ToolChoice, error) {
 	}
 	if name == "" {
 		return nil, jsonread.ErrRequired("tool_choice.name")
+	}
+	if nv := o.Get("namespace"); nv != nil {
+		if ns, ok := jsonread.Str(nv); ok && ns != "" {
+			name = flatName(ns, name)
+		}
 	}
 	return &canon.ToolChoice{Mode: canon.ToolChoiceFunction, Name: name}, nil
 }

@@ -83,8 +83,7 @@ func appendItem(b []byte, h *ids, it *item, n int, done, cut bool) []byte {
 		b = append(b, status...)
 		b = append(b, `","call_id":`...)
 		b = appendCallID(b, h, it, n)
-		b = append(b, `,"name":`...)
-		b = jsonw.String(b, it.name)
+		b = appendName(b, h, it.name)
 		b = append(b, `,"arguments":`...)
 		if done {
 			b = jsonw.String(b, arguments(it.text))
@@ -93,6 +92,18 @@ func appendItem(b []byte, h *ids, it *item, n int, done, cut bool) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// appendName writes a call's `,"name":…`, with `,"namespace":…` before
+// it when the model called a namespaced tool by its flat name.
+func appendName(b []byte, h *ids, flat string) []byte {
+	ns, name := h.echo.unflat(flat)
+	if ns != "" {
+		b = append(b, `,"namespace":`...)
+		b = jsonw.String(b, ns)
+	}
+	b = append(b, `,"name":`...)
+	return jsonw.String(b, name)
 }
 
 func appendCallID(b []byte, h *ids, it *item, n int) []byte {
@@ -118,10 +129,13 @@ func appendTextPart(b []byte, text string) []byte {
 	return append(b, `,"annotations":[],"logprobs":[]}`...)
 }
 
-// appendResponse writes the Response object. The request fields it echoes
-// are the API's defaults: the canonical response does not carry the
-// request, and the host's keeper, which has it, may store the exact ones.
+// appendResponse writes the Response object. The request fields it
+// echoes come from the request's note (echo.go), the API's defaults
+// without one.
 func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) []byte {
+	if h.echo.pre == "" { // ids made without a call
+		h.echo = echoNote{pre: defaultPre, post: defaultPost, user: defaultUser}
+	}
 	b = append(b, `{"id":`...)
 	b = h.appendRespID(b)
 	b = append(b, `,"object":"response","created_at":`...)
@@ -145,7 +159,9 @@ func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) 
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"instructions":null,"max_output_tokens":null,"metadata":{},"model":`...)
+	b = append(b, ',')
+	b = append(b, h.echo.pre...)
+	b = append(b, `,"model":`...)
 	b = jsonw.String(b, h.model)
 	b = append(b, `,"output":[`...)
 	for i := range items {
@@ -157,7 +173,9 @@ func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) 
 		cut := o.status == statusIncomplete && i == len(items)-1 || o.status == statusFailed && items[i].open
 		b = appendItem(b, h, &items[i], i, o.status != statusInProgress, cut)
 	}
-	b = append(b, `],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":`...)
+	b = append(b, "],"...)
+	b = append(b, h.echo.post...)
+	b = append(b, `,"usage":`...)
 	if u == nil {
 		b = append(b, "null"...)
 	} else {
@@ -167,7 +185,9 @@ func appendResponse(b []byte, h *ids, o *outcome, items []item, u *canon.Usage) 
 		}
 		b = appendUsage(b, &uu)
 	}
-	return append(b, `,"user":null}`...)
+	b = append(b, `,"user":`...)
+	b = append(b, h.echo.user...)
+	return append(b, '}')
 }
 
 // estimateReasoning estimates the reasoning tokens of a finished answer

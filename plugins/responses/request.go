@@ -1,6 +1,8 @@
 package responses
 
 import (
+	"strings"
+
 	"github.com/valyala/fastjson"
 
 	"github.com/mindrouter/mindrouter/plugins/internal/jsonread"
@@ -12,14 +14,14 @@ import (
 // reqFields holds the top-level request fields this translator reads, as
 // found in one pass over the body (nil: absent or null). Fields the
 // canonical request cannot carry and that change nothing about the answer
-// (include, truncation, service_tier, prompt_cache_key, stream_options)
-// are ignored, as the reference implementation ignores them.
+// (include, service_tier, prompt_cache_key, stream_options) are ignored,
+// as the reference implementation ignores them.
 type reqFields struct {
 	model, input, instructions, stream, store, background *fastjson.Value
 	maxOutputTokens, temperature, topP, metadata, user    *fastjson.Value
 	safetyIdentifier, reasoning, text, tools, toolChoice  *fastjson.Value
 	parallelToolCalls, previousResponseID, conversation   *fastjson.Value
-	prompt                                                *fastjson.Value
+	prompt, truncation                                    *fastjson.Value
 }
 
 func (f *reqFields) set(k []byte, v *fastjson.Value) {
@@ -64,6 +66,8 @@ func (f *reqFields) set(k []byte, v *fastjson.Value) {
 		f.conversation = v
 	case "prompt":
 		f.prompt = v
+	case "truncation":
+		f.truncation = v
 	}
 }
 
@@ -99,7 +103,8 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if err := decodeInput(f.input, req); err != nil {
 		return err
 	}
-	if err := decodeTools(&f, req); err != nil {
+	var tl toolList
+	if err := decodeTools(&f, req, &tl); err != nil {
 		return err
 	}
 	if count {
@@ -113,7 +118,39 @@ func (t *Translator) DecodeRequest(c *sdk.Call, body []byte, req *canon.ChatRequ
 	if err := decodeTextFormat(f.text, req); err != nil {
 		return err
 	}
-	return decodeReasoning(f.reasoning, req)
+	if err := decodeReasoning(f.reasoning, req); err != nil {
+		return err
+	}
+	if err := decodeTruncation(f.truncation, req); err != nil {
+		return err
+	}
+	t.echo = writeEcho(c, &f, &tl, &t.st, t.echo)
+	if len(tl.dropped) > 0 {
+		c.SetDroppedTools(strings.Join(tl.dropped, ","))
+	}
+	return nil
+}
+
+// decodeTruncation reads truncation: "disabled" (the default: an input
+// over the context window is refused) or "auto" (the host drops the
+// oldest turns until it fits, keeping the system messages and the
+// last turn).
+func decodeTruncation(v *fastjson.Value, req *canon.ChatRequest) error {
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	s, ok := jsonread.Str(v)
+	if !ok {
+		return jsonread.ErrType("truncation", "a string")
+	}
+	switch s {
+	case "disabled":
+	case "auto":
+		req.TruncateOldest = true
+	default:
+		return sdk.BadInput(`truncation "` + s + `" is not supported (use auto or disabled)`)
+	}
+	return nil
 }
 
 // checkUnsupported refuses what the gateway does not offer, naming the

@@ -11,6 +11,17 @@
 // are derived from the gateway's request id ("chatcmpl-<hex>" becomes
 // "resp_<hex>"), which the keeper relies on to find what it stored.
 //
+// Tools: function tools pass as they are; a namespace (Codex's group of
+// function tools) is flattened into "<namespace>__<name>" tools, and the
+// model's calls of them are answered as function_call items with the
+// namespace and name the client gave; hosted tools (web_search,
+// file_search, code_interpreter, computer use, image_generation, mcp,
+// local_shell, custom, ...) are not offered to the model, and the host
+// names them in the X-MindRouter-Dropped-Tools header. The Response object
+// repeats the request's fields (instructions, max_output_tokens, store,
+// tools, tool_choice, reasoning, text, truncation, ...) from a note the
+// request's decode leaves for its encodes (echo.go, ABI 2.9).
+//
 // Per-stream state (the sequence number and every output item's text so
 // far, which the .done events and the terminal event repeat in full) lives
 // in the host-owned state blob; see state.go for its size and cost.
@@ -62,10 +73,11 @@ func Manifest() sdk.Manifest {
 // buffers carry no stream state from call to call.
 type Translator struct {
 	sdk.Unimplemented
-	p  fastjson.Parser
-	oa *openai.Translator // the Chat Completions translator, for its error shape
-	st sdk.StateWriter    // scratch for the state blob
-	ev []byte             // scratch for one event's JSON
+	p    fastjson.Parser
+	oa   *openai.Translator // the Chat Completions translator, for its error shape
+	st   sdk.StateWriter    // scratch for the state blob and the echo note
+	echo []byte             // scratch for the echo note's fragments
+	ev   []byte             // scratch for one event's JSON
 	// items and bufs are scratch for a stream call: the items decoded
 	// from the state, and the buffers their texts grow in (nbuf in use).
 	items []item

@@ -294,8 +294,7 @@ func (e *emitter) closeAll(keep int16, cut bool) {
 			e.part("response.content_part.done", n, it.text)
 		default:
 			b := e.itemRef(e.open("response.function_call_arguments.done"), n)
-			b = append(b, `,"name":`...)
-			b = jsonw.String(b, it.name)
+			b = appendName(b, &e.h, it.name)
 			b = append(b, `,"arguments":`...)
 			e.emit("response.function_call_arguments.done", jsonw.String(b, arguments(it.text)))
 		}

@@ -241,9 +241,20 @@ import (
 //     and "output_tokens" (MetaOutputTokens: a decode's estimate of the
 //     output it carried), which the host uses to reserve and to charge a
 //     stream that ends without usage.
+//   - 2.9, additive: a translator's request decode may leave itself a
+//     note for the answer (MetaEcho: bytes the host hands back, as they
+//     are, to the response, stream and error encodes of the same
+//     request; the OpenAI Responses translator keeps there the request
+//     fields its Response object repeats and the namespaced tools it
+//     flattened) and name the tools it did not offer the model
+//     (MetaDroppedTools: the host answers with the
+//     X-MindRouter-Dropped-Tools header); a responses-kind route's
+//     translator ops learn the state ids the host's keeper consumed
+//     (MetaKeptPrefix). An older host passes none of them: the
+//     translator answers as it did.
 const (
 	VersionMajor = 2
-	VersionMinor = 8
+	VersionMinor = 9
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -702,7 +713,28 @@ const (
 	// ("path.model"), value the captured text as the path carried it
 	// (after the host's percent-decoding).
 	MetaCapturePrefix = "path."
+	// MetaEcho (2.9): out, request_decode and the fused request op: a
+	// note the translator leaves itself (opaque to the host, at most
+	// MaxEchoBytes); in, response_encode, stream_encode, error_encode and
+	// the fused response and stream ops of the same request, as it was
+	// written. Absent when the translator wrote none.
+	MetaEcho = "echo"
+	// MetaDroppedTools (2.9): out, request_decode and the fused request
+	// op: the client's tools the translator did not offer the model (a
+	// hosted tool no backend runs), comma-separated names; the host sets
+	// them as the answer's X-MindRouter-Dropped-Tools header.
+	MetaDroppedTools = "dropped_tools"
+	// MetaKeptPrefix (2.9): in, every translator op of a responses-kind
+	// route whose state the host keeps: one pair per state field its
+	// keeper consumed from the body (MetaKeptPrefix+"previous_response_id",
+	// MetaKeptPrefix+"conversation": the id the client sent), so the
+	// answer can repeat them.
+	MetaKeptPrefix = "kept."
 )
+
+// MaxEchoBytes bounds MetaEcho: a longer note is not passed back (the
+// translator answers as without one).
+const MaxEchoBytes = 256 << 10
 
 // AppendMeta appends one key/value pair.
 func AppendMeta(dst []byte, key, value string) []byte {

@@ -223,6 +223,11 @@ type ChatRequest struct {
 	ParallelToolCalls *bool
 
 	User string // end-user id the client passed, for audit
+	// TruncateOldest (ABI 2.9): an input over the model's context window
+	// is not refused; the host drops its oldest turns until it fits,
+	// keeping the system messages and the last turn (OpenAI Responses'
+	// truncation: "auto").
+	TruncateOldest bool
 	// ContextLength is the model's context window on the chosen backend,
 	// set by the SDK from the host's request_encode meta (discovery knows
 	// it); adapters may pass it on (Ollama num_ctx). 0: unknown.

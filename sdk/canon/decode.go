@@ -141,6 +141,8 @@ func (x *ChatRequest) decode(d *decoder, i int) error {
 			o.parallelToolCalls, err = d.boolean(v)
 		case "user":
 			x.User, err = d.str(v)
+		case "truncate_oldest":
+			x.TruncateOldest, err = d.boolean(v)
 		case "context_length":
 			x.ContextLength, err = d.int(v)
 		}

@@ -212,6 +212,7 @@ func (x *ChatRequest) AppendJSON(dst []byte) []byte {
 	}
 	b = bptr(b, "parallel_tool_calls", x.ParallelToolCalls)
 	b = str(b, "user", x.User)
+	b = flag(b, "truncate_oldest", x.TruncateOldest)
 	b = num(b, "context_length", int64(x.ContextLength))
 	return append(b, '}')
 }

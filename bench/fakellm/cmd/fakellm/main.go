@@ -42,6 +42,7 @@ func run() error {
 		errorRate     = flag.Float64("error-rate", 0, "fraction of inference requests answered with HTTP 500")
 		hangRate      = flag.Float64("hang-rate", 0, "fraction of inference requests that never answer")
 		dropRate      = flag.Float64("drop-rate", 0, "fraction of inference requests whose connection closes mid-response")
+		toolTurns     = flag.Int("tool-turns", 0, "tool calls a conversation gets before the model answers in text only (0 = no bound)")
 		seed          = flag.Int64("seed", 1, "seed of the fault-injection random source")
 		maxModelLen   = flag.Int("max-model-len", fakellm.DefaultMaxModelLen, "context length")
 		embedDim      = flag.Int("embedding-dim", fakellm.DefaultEmbeddingDim, "embedding vector length")
@@ -67,6 +68,7 @@ func run() error {
 		ErrorRate:       *errorRate,
 		HangRate:        *hangRate,
 		DropRate:        *dropRate,
+		ToolTurns:       *toolTurns,
 		Seed:            *seed,
 		MaxModelLen:     *maxModelLen,
 		EmbeddingDim:    *embedDim,
