@@ -55,6 +55,9 @@ type Config struct {
 	Responses Responses `yaml:"responses"`
 	// CORS answers browsers on other origins (cors.go); off by default.
 	CORS CORS `yaml:"cors"`
+	// Models are per-model settings (models.go), keyed by model name or a
+	// name prefix ending in "*": thinking_default.
+	Models map[string]ModelSettings `yaml:"models"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -648,6 +651,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateNodes(add)
 	c.validateCORS(add)
+	c.validateModels(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}
