@@ -49,6 +49,7 @@ type ModelPolicy struct {
 
 type patternSetting struct {
 	pattern string
+	parts   []string // pattern split at "*", once: a lookup allocates nothing
 	s       ModelSettings
 }
 
@@ -66,7 +67,7 @@ func appendPatterns(dst []patternSetting, models map[string]ModelSettings, exact
 	start := len(dst)
 	for k, s := range models {
 		if strings.Contains(k, "*") {
-			dst = append(dst, patternSetting{k, s})
+			dst = append(dst, patternSetting{k, strings.Split(k, "*"), s})
 		} else if exact != nil {
 			exact[k] = s
 		}
@@ -89,19 +90,19 @@ func (p *ModelPolicy) ThinkingDefault(model string) string {
 		return s.ThinkingDefault
 	}
 	for _, ps := range p.patterns {
-		if ps.s.ThinkingDefault != "" && globMatch(ps.pattern, model) {
+		if ps.s.ThinkingDefault != "" && globMatch(ps.parts, model) {
 			return ps.s.ThinkingDefault
 		}
 	}
 	return ThinkingOff
 }
 
-// globMatch reports whether name matches pattern, whose "*" stands for
-// any text (none included); every other byte is literal.
-func globMatch(pattern, name string) bool {
-	parts := strings.Split(pattern, "*")
+// globMatch reports whether name matches the pattern split at its "*"s
+// into parts: each "*" stands for any text (none included), every other
+// byte is literal.
+func globMatch(parts []string, name string) bool {
 	if len(parts) == 1 {
-		return pattern == name
+		return parts[0] == name
 	}
 	if !strings.HasPrefix(name, parts[0]) {
 		return false
