@@ -57,4 +57,3 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
-
