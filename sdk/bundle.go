@@ -154,7 +154,7 @@ func (p *Plugin) dispatchFused(op abi.Op, h *abi.Header, state, meta, payload []
 			return err
 		}
 		*c = Call{Op: abi.OpRequestEncode, Flags: h.Flags, RequestID: h.RequestID, meta: p.ameta, plugin: p}
-		p.contextLength(c)
+		p.hostHints(c)
 		if err := p.modelCaps(c); err != nil {
 			return err
 		}
@@ -307,7 +307,8 @@ func patchable(meta []byte) bool {
 // adapterMeta reports whether a fused request's meta key is for the
 // adapter's request_encode rather than the translator's request_decode.
 func adapterMeta(key string) bool {
-	return key == abi.MetaContextLength || key == abi.MetaImage || key == abi.MetaMaxOutput || key == abi.MetaModelCaps
+	return key == abi.MetaContextLength || key == abi.MetaImage || key == abi.MetaMaxOutput || key == abi.MetaModelCaps ||
+		key == abi.MetaThinkDefault
 }
 
 // filterMeta appends to dst the pairs of meta whose key is the adapter's

@@ -37,7 +37,7 @@ func (p *Plugin) dispatchCountAdapter(a TokenCountAdapter, c *Call, op abi.Op, p
 		if err := p.req.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		p.contextLength(c)
+		p.hostHints(c)
 		return a.EncodeCountRequest(c, &p.req, &p.out)
 	}
 	// abi.OpCountResponseDecode

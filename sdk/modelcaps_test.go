@@ -127,3 +127,53 @@ func TestModelCaps_ThinkOptional(t *testing.T) {
 		}
 	}
 }
+
+// unsetThinkTranslator decodes "unset" to a request that says nothing
+// about thinking, anything else as thinkTranslator does.
+type unsetThinkTranslator struct{ thinkTranslator }
+
+func (t unsetThinkTranslator) DecodeRequest(c *Call, body []byte, req *canon.ChatRequest) error {
+	if err := t.thinkTranslator.DecodeRequest(c, body, req); err != nil {
+		return err
+	}
+	if string(body) == "unset" {
+		req.Think, req.ThinkBudget = canon.ThinkUnset, 0
+	}
+	return nil
+}
+
+// The host's per-model thinking default (abi.MetaThinkDefault) applies,
+// fused or not, only to a request that says
+// nothing: "off" and "on" become the switch, except for a model whose
+// known caps lack "thinking"; no meta (the model's own default) or an
+// unknown value sends nothing; what the client said wins.
+func TestThinkDefault(t *testing.T) {
+	p := NewBundle("b", "1", AdapterPart(Manifest{Name: "a"}, thinkAdapter{}), TranslatorPart(Manifest{Name: "t"}, unsetThinkTranslator{}))
+	const unset, on, off, asked = "think= budget=0", "think=on budget=0", "think=off budget=0", "think=on budget=100"
+	for _, tc := range []struct{ def, caps, body, want string }{
+		{"-", "-", "unset", unset}, {"off", "-", "unset", off}, {"on", "-", "unset", on}, {"sometimes", "-", "unset", unset},
+		{"off", "completion,thinking", "unset", off}, {"on", "completion,thinking", "unset", on},
+		{"off", "completion,tools", "unset", unset}, {"on", "completion,tools", "unset", unset},
+		{"off", "-", "required", asked}, {"on", "-", "off", "think=off budget=0"},
+	} {
+		var encMeta []byte
+		meta := metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat")
+		if tc.def != "-" {
+			encMeta = abi.AppendMeta(encMeta, abi.MetaThinkDefault, tc.def)
+			meta = abi.AppendMeta(meta, abi.MetaThinkDefault, tc.def)
+		}
+		if tc.caps != "-" {
+			encMeta = abi.AppendMeta(encMeta, abi.MetaModelCaps, tc.caps)
+			meta = abi.AppendMeta(meta, abi.MetaModelCaps, tc.caps)
+		}
+		dec := run(t, p, abi.OpRequestDecode, callIdx(1, 0, 0, nil, metaList(abi.MetaRoute, "chat", abi.MetaKind, "chat"), []byte(tc.body)))
+		for path, r := range map[string]copied{
+			"unfused": run(t, p, abi.OpRequestEncode, callIdx(1, 0, 0, nil, encMeta, dec.Payload)),
+			"fused":   run(t, p, abi.OpFusedRequest, callIdx(1, 0, 0, nil, meta, []byte(tc.body))),
+		} {
+			if r.Status != abi.StatusOK || string(r.Payload) != tc.want {
+				t.Errorf("%s, default %q caps %q, %s: %v %q (%s), want %q", path, tc.def, tc.caps, tc.body, r.Status, r.Payload, r.Error, tc.want)
+			}
+		}
+	}
+}

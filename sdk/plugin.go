@@ -229,7 +229,7 @@ func (p *Plugin) dispatchAdapter(a Adapter, op abi.Op, payload []byte) error {
 		if err := p.req.DecodeJSON(payload); err != nil {
 			return BadInput(err.Error())
 		}
-		p.contextLength(c)
+		p.hostHints(c)
 		if err := p.modelCaps(c); err != nil {
 			return err
 		}
@@ -314,9 +314,13 @@ func (p *Plugin) requestMeta() {
 	}
 }
 
-// contextLength sets p.req.ContextLength from request_encode's meta and
-// lowers p.req.MaxTokens to the host's output cap (abi.MetaMaxOutput).
-func (p *Plugin) contextLength(c *Call) {
+// hostHints applies request_encode's meta to p.req: ContextLength, the
+// host's output cap on MaxTokens (abi.MetaMaxOutput) and the thinking
+// default (abi.MetaThinkDefault).
+func (p *Plugin) hostHints(c *Call) {
+	if p.req.Think == canon.ThinkUnset {
+		p.req.Think = ThinkDefault(c)
+	}
 	if v, ok := c.MetaBytes(abi.MetaContextLength); ok {
 		if n, err := strconv.Atoi(string(v)); err == nil && n > 0 {
 			p.req.ContextLength = n
@@ -349,6 +353,29 @@ func (p *Plugin) modelCaps(c *Call) error {
 		return BadInput("model " + p.req.Model + " does not accept images")
 	}
 	return nil
+}
+
+// ThinkDefault is the thinking a request that does not say gets on this
+// call (abi.MetaThinkDefault): canon.ThinkOff for "off", canon.ThinkOn
+// for "on", canon.ThinkUnset (the model's own default) otherwise and for
+// a model whose known capabilities lack "thinking" (it has nothing to
+// turn off, and Ollama refuses think: true for it). The SDK applies it to
+// the canonical request; a patch that rewrites a body itself asks here.
+func ThinkDefault(c *Call) canon.Think {
+	v, ok := c.MetaBytes(abi.MetaThinkDefault)
+	if !ok {
+		return canon.ThinkUnset
+	}
+	if caps, known := c.MetaBytes(abi.MetaModelCaps); known && !hasCap(caps, canon.CapThinking) {
+		return canon.ThinkUnset
+	}
+	switch string(v) {
+	case "off":
+		return canon.ThinkOff
+	case "on":
+		return canon.ThinkOn
+	}
+	return canon.ThinkUnset
 }
 
 // hasCap reports whether the comma-separated list caps holds name

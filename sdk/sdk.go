@@ -434,7 +434,7 @@ type Call struct {
 // metaSpan is a value's range in a meta list; b == 0: absent.
 type metaSpan struct{ a, b uint32 }
 
-const nMetaSlots = 15
+const nMetaSlots = 16
 
 // metaSlot returns the index slot of an ABI meta key, or -1.
 func metaSlot(key string) int {
@@ -469,6 +469,8 @@ func metaSlot(key string) int {
 		return 13
 	case abi.MetaModelCaps:
 		return 14
+	case abi.MetaThinkDefault:
+		return 15
 	}
 	return -1
 }

@@ -24,6 +24,12 @@
 //     options.num_predict (Ollama) cut the output, with finish reason
 //     "length"; otherwise the output has Config.Tokens words and ends with
 //     "stop". The completions API defaults max_tokens to 16, as OpenAI's.
+//   - Ollama's context: a model is loaded with num_ctx 4096 until a request
+//     sends options.num_ctx (capped at the trained context, MaxModelLen,
+//     which /api/show reports as model_info <arch>.context_length; /api/ps
+//     reports the loaded one). A longer prompt is cut to the loaded context
+//     (prompt_eval_count), or refused with 400 "the input length exceeds
+//     the context length" when the request says truncate: false.
 //   - JSON mode (response_format json_object/json_schema, Ollama format
 //     "json" or a schema) yields valid JSON: a schema's required properties
 //     filled with values of the right type, else {"answer":"..."}. It is

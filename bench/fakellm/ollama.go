@@ -150,8 +150,20 @@ func (s *Server) parseOllama(ctx *fasthttp.RequestCtx, v *fastjson.Value, chat b
 			r.maxTokens = n
 		}
 		if n := opts.GetInt("num_ctx"); n > 0 {
-			ms.numCtx.Store(int64(n))
+			// Ollama reloads the model at the num_ctx asked for, at
+			// most the model's trained context (it warns and caps).
+			ms.numCtx.Store(int64(min(n, s.cfg.MaxModelLen)))
 		}
+	}
+	// The request runs at the loaded context: Ollama drops the oldest
+	// messages of a longer prompt (truncate, default true) or, told not
+	// to, refuses it with the words of its runner.
+	if limit := int(ms.numCtx.Load()); r.promptTokens > limit {
+		if jtype(v.Get("truncate")) == fastjson.TypeFalse {
+			writeOllamaError(ctx, fasthttp.StatusBadRequest, "the input length exceeds the context length")
+			return nil, false
+		}
+		r.promptTokens = limit
 	}
 
 	think := s.cfg.DefaultThinking

@@ -405,3 +405,32 @@ func TestOllamaShowVision(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaNumCtxWindow: a request runs at the model's loaded num_ctx
+// (4096 until a request asks for another, at most the trained context of
+// /api/show): a longer prompt is cut to it (prompt_eval_count), or refused
+// with truncate false; a request with a larger num_ctx is served whole.
+func TestOllamaNumCtxWindow(t *testing.T) {
+	_, url := ollamaServer(t, Config{Tokens: 2, MaxModelLen: 16384})
+	long := strings.Repeat("word ", 6000)
+	chat := func(extra string) (int, obj) {
+		t.Helper()
+		status, _, body := post(t, url+"/api/chat", `{"model":"llama3.1-8b","stream":false,`+extra+`"messages":[{"role":"user","content":"`+long+`"}]}`)
+		return status, decode(t, body)
+	}
+	if status, o := chat(""); status != 200 || num(t, o["prompt_eval_count"]) != 4096 {
+		t.Errorf("default num_ctx: %d %v, want the prompt cut to 4096", status, o["prompt_eval_count"])
+	}
+	if status, o := chat(`"truncate":false,`); status != 400 || o["error"] != "the input length exceeds the context length" {
+		t.Errorf("truncate false: %d %v", status, o)
+	}
+	if status, o := chat(`"options":{"num_ctx":8192},`); status != 200 || num(t, o["prompt_eval_count"]) <= 6000 {
+		t.Errorf("num_ctx 8192: %d %v, want the whole prompt", status, o["prompt_eval_count"])
+	}
+	// beyond the trained context Ollama loads the trained context
+	chat(`"options":{"num_ctx":100000},`)
+	_, _, body := get(t, url+"/api/ps")
+	if m := decode(t, body)["models"].([]any)[0].(obj); num(t, m["context_length"]) != 16384 {
+		t.Errorf("ps after num_ctx 100000: %v", m)
+	}
+}

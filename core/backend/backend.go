@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -186,12 +187,51 @@ func (b *Backend) SetStatus(st *Status, adapter *pluginhost.Plugin) {
 	b.publish(st)
 }
 
-// publish makes st the backend's status, with its model aliases.
+// publish makes st the backend's status, with its model aliases and, on
+// an Ollama backend, its models' windows bounded by max_num_ctx.
 func (b *Backend) publish(st *Status) {
 	if b.Engine == EngineOllama {
+		st.Models = boundContext(st.Models, b.MaxNumCtx())
 		st.aliases = latestAliases(st.Models)
 	}
 	b.status.Store(st)
+}
+
+// DefaultMaxNumCtx bounds an Ollama backend's context windows when its
+// config sets no max_num_ctx: Ollama allocates the KV cache for the whole
+// num_ctx the gateway sends, and a model's trained context (128k for
+// Llama 3.x) would take far more GPU memory than its weights. It is what
+// the reference implementation injects, min(trained context, 32768), and
+// holds a coding agent's prompt (Claude Code's is about 10k tokens).
+const DefaultMaxNumCtx = 32768
+
+// MaxNumCtx is the largest num_ctx the gateway sends an Ollama backend,
+// and so the largest context window it uses for its models.
+func (b *Backend) MaxNumCtx() int {
+	if b.cfg.MaxNumCtx > 0 {
+		return b.cfg.MaxNumCtx
+	}
+	return DefaultMaxNumCtx
+}
+
+// boundContext returns models with every ContextLength at most limit: the
+// window becomes each request's num_ctx (the adapter sends the hint), and
+// the context check and output cap work from the same figure. models is
+// copied before a change, since a published map is shared read only (a
+// round that failed republishes the last one).
+func boundContext(models map[string]canon.DiscoveredModel, limit int) map[string]canon.DiscoveredModel {
+	out, copied := models, false
+	for name, m := range models {
+		if m.ContextLength <= limit {
+			continue
+		}
+		if !copied {
+			out, copied = maps.Clone(models), true
+		}
+		m.ContextLength = limit
+		out[name] = m
+	}
+	return out
 }
 
 // EngineOllama is the engine name of Ollama backends, whose own naming

@@ -352,3 +352,37 @@ func TestBackend_AdminState(t *testing.T) {
 		t.Errorf("unknown state accepted: %v %s", err, b.State())
 	}
 }
+
+// An Ollama backend's context windows are bounded by its max_num_ctx
+// (DefaultMaxNumCtx when unset), since each becomes the num_ctx of the
+// model's requests; the published map is copied, not written; other
+// engines keep the window discovery found.
+func TestPublish_BoundsOllamaContext(t *testing.T) {
+	models := func() map[string]canon.DiscoveredModel {
+		return map[string]canon.DiscoveredModel{
+			"big": {Name: "big", ContextLength: 131072}, "small": {Name: "small", ContextLength: 2048}, "unknown": {Name: "unknown"}}
+	}
+	for _, c := range []struct {
+		engine     string
+		maxNumCtx  int
+		big, small int
+	}{
+		{"ollama", 0, DefaultMaxNumCtx, 2048},
+		{"ollama", 65536, 65536, 2048},
+		{"vllm", 0, 131072, 2048},
+	} {
+		b, err := newBackend(config.Backend{Name: "b", Engine: c.engine, URL: "http://127.0.0.1:1", MaxConcurrent: 1, MaxNumCtx: c.maxNumCtx}, config.Default().Timeouts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := models()
+		b.SetStatus(&Status{Models: in}, nil)
+		got := b.Status().Models
+		if got["big"].ContextLength != c.big || got["small"].ContextLength != c.small || got["unknown"].ContextLength != 0 {
+			t.Errorf("%s max_num_ctx %d: %+v", c.engine, c.maxNumCtx, got)
+		}
+		if in["big"].ContextLength != 131072 {
+			t.Errorf("%s: the caller's map was written", c.engine)
+		}
+	}
+}

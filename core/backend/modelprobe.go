@@ -147,7 +147,10 @@ func (d *Discoverer) probeModels(ctx context.Context, b *Backend, v *pluginhost.
 		if e.learned.Capabilities != nil {
 			m.Capabilities = e.learned.Capabilities
 		}
-		if m.ContextLength == 0 {
+		// The per-model answer is the model's own window (Ollama's
+		// /api/show); the list's may be only the current load's (/api/ps
+		// reports the num_ctx Ollama loaded it with, 4096 by default).
+		if e.learned.ContextLength > 0 {
 			m.ContextLength = e.learned.ContextLength
 		}
 		if m.Family == "" {

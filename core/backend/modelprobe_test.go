@@ -47,7 +47,8 @@ func (sb *showBackend) serve(w http.ResponseWriter, r *http.Request) {
 	case "/models":
 		var list []canon.DiscoveredModel
 		for n, size := range sb.sizes {
-			// The list knows "a"'s context window; the others' only /show does.
+			// The list has a window for "a" (as /api/ps has the loaded
+			// one); /show has every model's own.
 			m := canon.DiscoveredModel{Name: n, SizeBytes: size, Capabilities: []string{"listed"}}
 			if n == "a" {
 				m.ContextLength = 8192
@@ -138,7 +139,8 @@ func rounds(d *Discoverer, n int) {
 
 // A per-model probe runs once per model (its name JSON-quoted into the
 // body), its answer is merged into the model's entry (capabilities
-// replace the list's, the context window only fills a gap) and kept:
+// and the context window replace the list's: the per-model answer is the
+// model's own, the list's may be a load's, as Ollama's /api/ps) and kept:
 // the model is probed again when its size changes or the answer is
 // modelProbeEvery rounds old.
 func TestModelProbe_OncePerModelCachedAndMerged(t *testing.T) {
@@ -155,7 +157,7 @@ func TestModelProbe_OncePerModelCachedAndMerged(t *testing.T) {
 		t.Fatalf("unhealthy: %s", st.Err)
 	}
 	a, vis := st.Models["a"], st.Models["vis-1"]
-	if !slices.Equal(a.Capabilities, []string{"completion", "tools"}) || a.ContextLength != 8192 || a.Family != "fam" {
+	if !slices.Equal(a.Capabilities, []string{"completion", "tools"}) || a.ContextLength != 4096 || a.Family != "fam" {
 		t.Errorf("a: %+v", a)
 	}
 	if !slices.Equal(vis.Capabilities, []string{"completion", "vision"}) || vis.ContextLength != 4096 {

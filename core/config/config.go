@@ -55,6 +55,9 @@ type Config struct {
 	Responses Responses `yaml:"responses"`
 	// CORS answers browsers on other origins (cors.go); off by default.
 	CORS CORS `yaml:"cors"`
+	// Models are per-model settings (models.go), keyed by model name or a
+	// name prefix ending in "*": thinking_default.
+	Models map[string]ModelSettings `yaml:"models"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -81,6 +84,11 @@ type Backend struct {
 	// store is kept.
 	Node string `yaml:"node"`
 	GPUs []int  `yaml:"gpus"`
+	// MaxNumCtx (Ollama backends only) bounds the num_ctx the gateway
+	// sends: each request carries its model's trained context window
+	// (/api/show), at most this, and Ollama allocates a KV cache that
+	// large. 0: backend.DefaultMaxNumCtx (32768).
+	MaxNumCtx int `yaml:"max_num_ctx"`
 }
 
 // Limits bound what clients may send.
@@ -411,8 +419,8 @@ type Audit struct {
 	Content ContentPolicy `yaml:"content"`
 	// Redact are the regular expressions (RE2) content: redacted removes;
 	// empty: DefaultRedact.
-	Redact []string `yaml:"redact"`
-	MaxContentBytes int   `yaml:"max_content_bytes"`
+	Redact          []string `yaml:"redact"`
+	MaxContentBytes int      `yaml:"max_content_bytes"`
 	// Retention deletes a request's whole row this long after it (0, the
 	// default: kept); ContentRetention empties its bodies and the images
 	// they name sooner (default 720h, 30 days; 0: kept as long as the
@@ -634,9 +642,16 @@ func (c *Config) Validate() error {
 		if b.IdleConnTimeout < 0 {
 			add("%s.idle_conn_timeout: must be positive", key)
 		}
+		switch {
+		case b.MaxNumCtx < 0:
+			add("%s.max_num_ctx: must be positive", key)
+		case b.MaxNumCtx > 0 && b.Engine != "ollama":
+			add("%s.max_num_ctx: is Ollama's num_ctx bound; engine %q takes its context window from the backend", key, b.Engine)
+		}
 	}
 	c.validateNodes(add)
 	c.validateCORS(add)
+	c.validateModels(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}

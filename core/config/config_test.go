@@ -124,3 +124,20 @@ func TestParse_Accounts(t *testing.T) {
 		}
 	}
 }
+
+// max_num_ctx bounds the num_ctx sent to an Ollama backend; on another
+// engine, or negative, it is a mistake the config names.
+func TestParse_MaxNumCtx(t *testing.T) {
+	c, err := Parse([]byte("backends: [{name: o, engine: ollama, url: 'http://x', max_num_ctx: 65536}]\n"), ".")
+	if err != nil || c.Backends[0].MaxNumCtx != 65536 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	for _, y := range []string{
+		"backends: [{name: v, engine: vllm, url: 'http://x', max_num_ctx: 8192}]\n",
+		"backends: [{name: o, engine: ollama, url: 'http://x', max_num_ctx: -1}]\n",
+	} {
+		if _, err := Parse([]byte(y), "."); err == nil || !strings.Contains(err.Error(), "backends[0].max_num_ctx") {
+			t.Errorf("%s: %v, want a backends[0].max_num_ctx error", y, err)
+		}
+	}
+}

@@ -452,25 +452,54 @@ func TestAnthropicSDK_Errors(t *testing.T) {
 }
 
 // TestAnthropicSDK_Models: GET /anthropic/v1/models lists both engines'
-// models in Anthropic's page shape.
+// models in Anthropic's page shape, and so does GET /v1/models for the SDK
+// pointed at the gateway's root (issue 20, item 12: it sends
+// anthropic-version, and got OpenAI's shape); GET .../v1/models/{id}
+// retrieves one model, 404 not_found_error for an unknown one. Without
+// anthropic-version, /v1/models stays OpenAI's.
 func TestAnthropicSDK_Models(t *testing.T) {
 	t.Parallel()
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "")
-	c := anthropicClient(e, true, adminKey)
-	page, err := c.Models.List(context.Background(), anthropic.ModelListParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, m := range page.Data {
-		got[m.ID] = true
-		if m.Type != "model" || m.DisplayName == "" || !m.JSON.CreatedAt.Valid() {
-			t.Fatalf("model %s", m.RawJSON())
+	ctx := context.Background()
+	for _, prefixed := range []bool{true, false} {
+		c := anthropicClient(e, prefixed, adminKey)
+		page, err := c.Models.List(ctx, anthropic.ModelListParams{})
+		if err != nil {
+			t.Fatalf("prefixed %v: %v", prefixed, err)
+		}
+		got := map[string]bool{}
+		for _, m := range page.Data {
+			got[m.ID] = true
+			if m.Type != "model" || m.DisplayName == "" || !m.JSON.CreatedAt.Valid() {
+				t.Fatalf("prefixed %v: model %s", prefixed, m.RawJSON())
+			}
+		}
+		if !got[vllmModel] || !got[ollamaModel] || page.HasMore || page.FirstID != page.Data[0].ID || page.LastID != page.Data[len(page.Data)-1].ID {
+			t.Fatalf("prefixed %v: page %s", prefixed, page.RawJSON())
+		}
+		for _, id := range []string{vllmModel, ollamaModel} {
+			m, err := c.Models.Get(ctx, id, anthropic.ModelGetParams{})
+			if err != nil || m.ID != id || m.Type != "model" || m.DisplayName != id || !m.JSON.CreatedAt.Valid() {
+				t.Fatalf("prefixed %v: get %s: %v %s", prefixed, id, err, rawOf(m))
+			}
+		}
+		_, err = c.Models.Get(ctx, "no-such-model", anthropic.ModelGetParams{})
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) || ae.StatusCode != 404 || string(ae.Type()) != "not_found_error" {
+			t.Fatalf("prefixed %v: unknown model: %v", prefixed, err)
 		}
 	}
-	if !got[vllmModel] || !got[ollamaModel] || page.HasMore || page.FirstID != page.Data[0].ID || page.LastID != page.Data[len(page.Data)-1].ID {
-		t.Fatalf("page %s", page.RawJSON())
+	list, err := e.client.Models.List(ctx) // OpenAI's SDK: no anthropic-version
+	if err != nil || len(list.Data) == 0 || list.Data[0].Object != "model" {
+		t.Fatalf("OpenAI's /v1/models: %v %+v", err, list)
 	}
+}
+
+func rawOf(m *anthropic.ModelInfo) string {
+	if m == nil {
+		return "<nil>"
+	}
+	return m.RawJSON()
 }
 
 // TestAnthropicSDK_PluginSets runs the Anthropic SDK tests against every

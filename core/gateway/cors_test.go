@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -192,5 +194,56 @@ func TestCORS_Credentials(t *testing.T) {
 	}
 	if resp.Header.Get("Access-Control-Allow-Credentials") != "true" {
 		t.Fatal("no Allow-Credentials")
+	}
+}
+
+// TestCORS_ExpectContinueRefusal (issue 20): a refused "Expect:
+// 100-continue" is answered by fasthttp before the handler runs, so it
+// lacked what the chain's answers carry: the CORS headers (the page could
+// not read the status) and, on a 401, WWW-Authenticate. A malformed body
+// (fasthttp streams request bodies, so the chain sees the error) already
+// carried them, and still does.
+func TestCORS_ExpectContinueRefusal(t *testing.T) {
+	t.Parallel()
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "cors: {allowed_origins: ["+corsOrigin+"]}\n")
+	send := func(head string) *http.Response {
+		t.Helper()
+		c, err := net.Dial("tcp", e.gw.Addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	const post = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nOrigin: " + corsOrigin + "\r\nContent-Type: application/json\r\n"
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"no key", post + "Expect: 100-continue\r\nContent-Length: 10\r\n", 401},
+		{"bad key", post + "Authorization: Bearer mr2_nope\r\nExpect: 100-continue\r\nContent-Length: 10\r\n", 401},
+		{"too large", post + "Authorization: Bearer " + adminKey + "\r\nExpect: 100-continue\r\nContent-Length: 999999999\r\n", 413},
+		{"bad chunk", post + "Authorization: Bearer " + adminKey + "\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400}, // a transport error
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := send(tc.head)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != corsOrigin || !hasVaryOrigin(resp.Header) {
+				t.Errorf("Allow-Origin %q, Vary %q", got, resp.Header.Values("Vary"))
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); (tc.status == 401) != strings.HasPrefix(got, "Bearer") {
+				t.Errorf("WWW-Authenticate %q on a %d", got, tc.status)
+			}
+		})
 	}
 }

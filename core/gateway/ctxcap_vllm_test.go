@@ -123,8 +123,8 @@ func pluginCalls(metrics, op string) int {
 }
 
 // An Ollama backend (no tokenize API) is counted offline: once discovery
-// knows the loaded model's context (/api/ps), a request near it is capped
-// and no /tokenize is sent anywhere.
+// knows the model's context (/api/show, bounded by max_num_ctx), a request
+// near it is capped and no /tokenize is sent anywhere.
 func TestContextCap_OllamaOffline(t *testing.T) {
 	e := startEnv(t, fakellm.Config{}, fakellm.Config{Tokens: 5000},
 		"discovery: {interval: 100ms, timeout: 500ms}\n")
@@ -132,7 +132,7 @@ func TestContextCap_OllamaOffline(t *testing.T) {
 	if _, err := e.client.Chat.Completions.New(ctx, chatParams(ollamaModel, "hi")); err != nil { // loads it
 		t.Fatal(err)
 	}
-	window := 0 // Ollama's loaded context (fakellm: 4096 unless num_ctx says), not MaxModelLen
+	window := 0 // the model's window: fakellm's MaxModelLen (32768), the default max_num_ctx
 	known := func() bool {
 		models, err := e.client.Models.List(ctx)
 		if err != nil {

@@ -67,6 +67,7 @@ type env struct {
 	base         string
 	vllm, ollama *fakellm.Server
 	vllmURL      string
+	ollamaURL    string
 	client       openai.Client
 }
 
@@ -109,7 +110,7 @@ func startEnvCtx(t *testing.T, ctx context.Context, fv, fo fakellm.Config, extra
 	var vurl, ourl string
 	e.vllm, vurl = startFake(t, fv)
 	e.ollama, ourl = startFake(t, fo)
-	e.vllmURL = vurl
+	e.vllmURL, e.ollamaURL = vurl, ourl
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
 backends:

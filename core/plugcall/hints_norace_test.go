@@ -9,7 +9,7 @@ import "testing"
 func TestAppendHints_Allocs(t *testing.T) {
 	caps := []string{"completion", "tools", "vision"}
 	buf := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(50, func() { buf = appendHints(buf[:0], Hints{ContextLength: 8192, Caps: caps}) }); n != 0 {
+	if n := testing.AllocsPerRun(50, func() { buf = appendHints(buf[:0], Hints{ContextLength: 8192, Caps: caps, ThinkDefault: "off"}) }); n != 0 {
 		t.Errorf("%v allocations", n)
 	}
 }

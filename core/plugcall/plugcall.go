@@ -127,6 +127,9 @@ type Hints struct {
 	// shared and read only): appendHints joins it straight into the meta
 	// buffer, so a request allocates nothing for it.
 	Caps []string
+	// ThinkDefault is the operator's thinking default for the model
+	// (abi.MetaThinkDefault): "off", "on", or "" for the model's own.
+	ThinkDefault string
 }
 
 // appendHints appends h's meta to m.
@@ -140,6 +143,9 @@ func appendHints(m []byte, h Hints) []byte {
 	}
 	if len(h.Caps) > 0 {
 		m = abi.AppendMetaList(m, abi.MetaModelCaps, h.Caps) // joined in place
+	}
+	if h.ThinkDefault != "" {
+		m = abi.AppendMeta(m, abi.MetaThinkDefault, h.ThinkDefault)
 	}
 	return m
 }

@@ -144,11 +144,27 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	for _, st := range c.stages {
 		if e, ok := st.(expecter); ok {
 			if code := e.expect(s, ctx, rt); code != fasthttp.StatusContinue {
+				s.refusalHeaders(ctx, code)
 				return code
 			}
 		}
 	}
 	return fasthttp.StatusContinue
+}
+
+// refusalHeaders gives an answer fasthttp sends without running the
+// handler (a refused "Expect: 100-continue": the status and these headers,
+// no body) what the chain's answer of that status would carry: the CORS
+// headers, so a browser page can read the status, WWW-Authenticate on a
+// 401, Retry-After on a 429 or 503.
+func (s *Server) refusalHeaders(ctx *fasthttp.RequestCtx, status int) {
+	if s.cors != nil {
+		s.cors.refusal(ctx)
+	}
+	challenge(ctx, status)
+	if status == fasthttp.StatusServiceUnavailable || status == fasthttp.StatusTooManyRequests {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(apierr.DefaultRetryAfter))
+	}
 }
 
 // failRoute answers in the route's dialect: its translator's, OpenAI's

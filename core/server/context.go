@@ -237,7 +237,11 @@ func (c *exactCounter) CountRequest() (plugcall.BackendRequest, error) {
 	ex := c.ex
 	var r plugcall.BackendRequest
 	err := ex.withImages(func() error {
-		return ex.calls.EncodeCount(ex.ctx, ex.aver, ex.canon, plugcall.Hints{ContextLength: c.ctxLen}, &r)
+		// As the request will be encoded (its thinking switch changes the
+		// template), without the output cap.
+		h := ex.hints
+		h.ContextLength, h.MaxOutput = c.ctxLen, 0
+		return ex.calls.EncodeCount(ex.ctx, ex.aver, ex.canon, h, &r)
 	})
 	return r, err
 }

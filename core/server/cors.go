@@ -54,12 +54,23 @@ func newCORS(c config.CORS) *cors {
 // handle adds the CORS headers of the request's origin and answers a
 // preflight (204); it reports whether it answered.
 func (c *cors) handle(ctx *fasthttp.RequestCtx) bool {
+	return c.apply(ctx, ctx.IsOptions())
+}
+
+// refusal adds the CORS headers to an answer made before any chain runs
+// (a refused "Expect: 100-continue", a transport error), so the page that
+// sent the request can read why it failed. It never answers a preflight.
+func (c *cors) refusal(ctx *fasthttp.RequestCtx) { c.apply(ctx, false) }
+
+// apply sets the origin's headers; options says the request may be a
+// preflight, which it then answers (204) and reports.
+func (c *cors) apply(ctx *fasthttp.RequestCtx, options bool) bool {
 	h := &ctx.Response.Header
 	// The answer depends on Origin whenever one origin's answer differs
 	// from another's: caches must keep them apart.
 	h.Add("Vary", "Origin")
 	origin := ctx.Request.Header.Peek("Origin")
-	preflight := ctx.IsOptions() && len(origin) > 0 &&
+	preflight := options && len(origin) > 0 &&
 		len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0
 	if len(origin) > 0 && (c.anyOrigin || c.origins[string(origin)]) {
 		// With credentials the origin is echoed: browsers refuse "*" then

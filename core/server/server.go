@@ -93,6 +93,7 @@ type Server struct {
 	own       ownChains                // the other routes' chains (chain.go)
 	adminLim  *adminLimiter            // limits.admin; nil: none
 	cors      *cors                    // config cors; nil: off
+	models    *config.ModelPolicy      // config models: per-model thinking default
 
 	health     atomic.Pointer[func(context.Context) map[string]error]
 	buffered   atomic.Int64 // request body bytes held by all requests
@@ -169,6 +170,7 @@ func New(ctx context.Context, o Options) *Server {
 	s.chains = s.buildChains()
 	s.adminLim = newAdminLimiter(o.Config.Limits.Admin)
 	s.cors = newCORS(o.Config.CORS)
+	s.models = config.NewModelPolicy(o.Config.Models)
 	s.own = s.buildOwnChains()
 	s.exchanges.New = func() any { return newExchange() }
 	lim := o.Config.Limits

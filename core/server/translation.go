@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mindrouter/mindrouter/core/backend"
+	"github.com/mindrouter/mindrouter/core/config"
 	"github.com/mindrouter/mindrouter/core/plugcall"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
@@ -68,16 +69,27 @@ var (
 )
 
 // chatHints sets ex.hints for a chat request on b: its model's context
-// window and capabilities there, and the output cap (the budget's and
-// the context's).
+// window and capabilities there, the operator's thinking default for it,
+// and the output cap (the budget's and the context's). The hints but the
+// cap are set first: a count request (contextCap) is built with them.
 func (ex *exchange) chatHints(b *backend.Backend) error {
 	m := b.Status().Models[ex.req.Model] // one lookup for both hints
+	ex.hints = plugcall.Hints{ContextLength: m.ContextLength, Caps: m.Capabilities, ThinkDefault: thinkHint(ex.s.models.ThinkingDefault(ex.req.Model))}
 	ctxCap, err := ex.contextCap(b, m.ContextLength)
 	if err != nil {
 		return err
 	}
-	ex.hints = plugcall.Hints{ContextLength: m.ContextLength, MaxOutput: outputCap(ex.maxOutput, ctxCap), Caps: m.Capabilities}
+	ex.hints.MaxOutput = outputCap(ex.maxOutput, ctxCap)
 	return nil
+}
+
+// thinkHint is a thinking_default as abi.MetaThinkDefault says it: "off"
+// or "on", "" (no meta) for the model's own.
+func thinkHint(setting string) string {
+	if setting == config.ThinkingModel {
+		return ""
+	}
+	return setting
 }
 
 // canonical makes the canonical request valid (ex.canon, ex.req): a no-op

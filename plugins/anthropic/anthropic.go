@@ -20,12 +20,23 @@ const (
 	RouteMessages         = "messages"
 	RouteMessagesPrefixed = "messages-anthropic"
 	RouteModels           = "models"
+	// The SDKs pointed at the gateway's root (@anthropic-ai/sdk,
+	// anthropic-sdk-go) list models at GET /v1/models, OpenAI's path:
+	// routes selected by the anthropic-version header every Anthropic
+	// client sends (ABI 2.8), and one model at GET .../v1/models/{id}.
+	RouteModelsRoot = "models-root"
+	RouteModel      = "model"
+	RouteModelRoot  = "model-root"
 	// count_tokens (https://docs.claude.com/en/api/messages-count-tokens):
 	// a Messages body without max_tokens, answered {"input_tokens": n}
 	// counted by the gateway's tokenizer.
 	RouteCountTokens         = "count_tokens"
 	RouteCountTokensPrefixed = "count_tokens-anthropic"
 )
+
+// selectAnthropic picks the Anthropic routes on paths OpenAI's translator
+// serves too: every Anthropic SDK sends anthropic-version.
+var selectAnthropic = []string{sdk.FromHeader + "anthropic-version"}
 
 // Manifest describes the plugin to the host.
 func Manifest() sdk.Manifest {
@@ -48,6 +59,11 @@ func Manifest() sdk.Manifest {
 			{Name: RouteCountTokensPrefixed, Kind: sdk.EndpointTokenize, Method: "POST", Path: "/anthropic/v1/messages/count_tokens",
 				Routing: &sdk.Routing{Model: "model"}},
 			{Name: RouteModels, Kind: sdk.EndpointModels, Method: "GET", Path: "/anthropic/v1/models"},
+			{Name: RouteModelsRoot, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models", Select: selectAnthropic},
+			{Name: RouteModel, Kind: sdk.EndpointModels, Method: "GET", Path: "/anthropic/v1/models/{model}",
+				Routing: &sdk.Routing{Model: sdk.FromPath + "model"}},
+			{Name: RouteModelRoot, Kind: sdk.EndpointModels, Method: "GET", Path: "/v1/models/{model}", Select: selectAnthropic,
+				Routing: &sdk.Routing{Model: sdk.FromPath + "model"}},
 		},
 		StateVersion: stateVersion,
 	}

@@ -176,3 +176,16 @@ func TestEncodeModels_Golden(t *testing.T) {
 		t.Fatalf("%s", r.Payload)
 	}
 }
+
+// TestEncodeModels_One: the one-model routes (GET .../v1/models/{id})
+// answer the model's ModelInfo alone, as Anthropic's models.retrieve.
+func TestEncodeModels_One(t *testing.T) {
+	for _, route := range []string{RouteModel, RouteModelRoot} {
+		r := call(t, newPlugin(), abi.OpModelsEncode, 0, nil, []byte(`{"models":[{"id":"qwen3-8b","created":1700000000,"context_length":32768}]}`), "route", route)
+		var m anth.ModelInfo
+		if r.Status != abi.StatusOK || json.Unmarshal(r.Payload, &m) != nil || m.Type != "model" || m.ID != "qwen3-8b" ||
+			m.DisplayName != "qwen3-8b" || !m.CreatedAt.Equal(time.Unix(1700000000, 0)) || m.MaxInputTokens != 32768 {
+			t.Fatalf("%s: %s %s", route, r.Status, r.Payload)
+		}
+	}
+}

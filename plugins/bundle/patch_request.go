@@ -345,6 +345,9 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 			think = e
 		}
 	}
+	if think == canon.ThinkUnset {
+		think = sdk.ThinkDefault(c) // the operator's default, as the full path applies it
+	}
 
 	// vllm's EncodeRequest, in its order.
 	b := append(out.Body, `{"model":`...)

@@ -139,15 +139,22 @@ func TestPatch_Requests(t *testing.T) {
 		}
 		took := false
 		for _, ctx := range []string{"", "32768"} {
-			kv := append([]string{}, routeMeta...)
-			if ctx != "" {
-				kv = append(kv, abi.MetaContextLength, ctx)
+			// The operator's thinking default (abi.MetaThinkDefault): the
+			// patch applies it as the full path does.
+			for _, think := range []string{"", "off", "on"} {
+				kv := append([]string{}, routeMeta...)
+				if ctx != "" {
+					kv = append(kv, abi.MetaContextLength, ctx)
+				}
+				if think != "" {
+					kv = append(kv, abi.MetaThinkDefault, think)
+				}
+				h, d := pp.request(t, metaList(kv...), v.body)
+				if d != "" {
+					t.Errorf("%s ctx=%s think_default=%s: %s", v.name, ctx, think, d)
+				}
+				took = took || h
 			}
-			h, d := pp.request(t, metaList(kv...), v.body)
-			if d != "" {
-				t.Errorf("%s ctx=%s: %s", v.name, ctx, d)
-			}
-			took = took || h
 		}
 		n++
 		if took {

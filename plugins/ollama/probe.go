@@ -58,12 +58,13 @@ func (a *Adapter) DecodeProbe(c *sdk.Call, probe string, body []byte, d *canon.D
 	return sdk.BadInput("unknown probe " + strconv.Quote(probe) + " (the ollama adapter has models, loaded, health and show)")
 }
 
-// decodeShow reads /api/show's capabilities and family for model. Its
-// model_info.<arch>.context_length is the context the model was trained
-// for, not the one Ollama loads it with: reported as the model's
-// ContextLength it would become every request's num_ctx (request.go) and
-// make Ollama reload the model with that much KV cache, so it is left out
-// (/api/ps reports the loaded context).
+// decodeShow reads /api/show's capabilities, family and context window
+// for model. The window is model_info.<arch>.context_length, the context
+// the model was trained for: the gateway bounds it by the backend's
+// max_num_ctx and sends the result as every request's num_ctx (request.go),
+// so Ollama loads the model with that window, not its default 4096, and
+// the gateway's context check uses the same figure. It takes precedence
+// over /api/ps's context_length, which is only the current load's.
 func (a *Adapter) decodeShow(model string, body []byte, d *canon.Discovery) error {
 	v, err := a.parseObject(body, "show probe")
 	if err != nil {
@@ -75,6 +76,13 @@ func (a *Adapter) decodeShow(model string, body []byte, d *canon.Discovery) erro
 		for _, cv := range list.GetArray() {
 			if c := canonCap(cv.GetStringBytes()); c != "" {
 				dm.Capabilities = append(dm.Capabilities, c)
+			}
+		}
+	}
+	if mi := v.Get("model_info"); mi != nil {
+		if arch := mi.GetStringBytes("general.architecture"); len(arch) > 0 {
+			if n := mi.GetInt(string(arch) + ".context_length"); n > 0 {
+				dm.ContextLength = n
 			}
 		}
 	}

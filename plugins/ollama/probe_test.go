@@ -119,7 +119,9 @@ func TestManifest(t *testing.T) {
 
 // The per-model /api/show probe (ABI 2.4) reports the model's canonical
 // capabilities (Ollama words the gateway does not use dropped; none
-// listed: unknown) and family, not its trained context window.
+// listed: unknown), family and trained context window (model_info
+// <arch>.context_length), which the gateway bounds by max_num_ctx and
+// sends as num_ctx.
 func TestDecodeProbe_Show(t *testing.T) {
 	show := func(status, body string) (canon.Discovery, result) {
 		t.Helper()
@@ -133,13 +135,17 @@ func TestDecodeProbe_Show(t *testing.T) {
 		return d, r
 	}
 	d, r := show("200", `{"details":{"family":"llama"},"model_info":{"general.architecture":"llama","llama.context_length":131072},"capabilities":["completion","vision","insert","tools"]}`)
-	want := canon.Discovery{Models: []canon.DiscoveredModel{{Name: "llava:7b", Family: "llama", Capabilities: []string{"completion", "vision", "tools"}}}}
+	want := canon.Discovery{Models: []canon.DiscoveredModel{{Name: "llava:7b", Family: "llama", ContextLength: 131072, Capabilities: []string{"completion", "vision", "tools"}}}}
 	if r.Status != abi.StatusOK || !cmp.Equal(d, want) {
 		t.Errorf("show: %s %s\n%s", r.Status, r.Error, cmp.Diff(want, d))
 	}
 	d, r = show("200", `{"details":{"family":"llama"}}`) // an Ollama before capabilities
 	if r.Status != abi.StatusOK || len(d.Models) != 1 || d.Models[0].Capabilities != nil {
 		t.Errorf("no capabilities: %s %+v", r.Status, d)
+	}
+	d, r = show("200", `{"model_info":{"general.architecture":"qwen3","llama.context_length":4096}}`) // another architecture's key
+	if r.Status != abi.StatusOK || len(d.Models) != 1 || d.Models[0].ContextLength != 0 {
+		t.Errorf("foreign context_length: %s %+v", r.Status, d)
 	}
 	d, r = show("404", `{"error":"model 'llava:7b' not found"}`)
 	if r.Status != abi.StatusOK || d.Healthy == nil || *d.Healthy || len(d.Models) != 0 {

@@ -251,7 +251,9 @@ import (
 //     X-MindRouter-Dropped-Tools header); a responses-kind route's
 //     translator ops learn the state ids the host's keeper consumed
 //     (MetaKeptPrefix). An older host passes none of them: the
-//     translator answers as it did.
+//     translator answers as it did. Also "think_default"
+//     (MetaThinkDefault: the operator's thinking default for the model),
+//     which an older plugin ignores, leaving the model's own default.
 const (
 	VersionMajor = 2
 	VersionMinor = 9
@@ -680,7 +682,17 @@ const (
 	// them. The SDK answers bad_input before the adapter encodes when the
 	// request has an image and they lack "vision", or tools and they lack
 	// "tools".
-	MetaModelCaps        = "model_caps"
+	MetaModelCaps = "model_caps"
+	// MetaThinkDefault (2.8, additive): in, request_encode, the fused
+	// request op and count_request_encode: what thinking a request gets
+	// when it does not say (canon.ThinkUnset), by the operator's
+	// per-model setting: "off" or "on"; absent, the model's own default
+	// (nothing is sent). The SDK applies it (sdk.ThinkDefault) before the
+	// adapter encodes: "off" becomes canon.ThinkOff and "on" canon.ThinkOn,
+	// except for a model whose known capabilities (MetaModelCaps) lack
+	// "thinking": nothing to turn off, and nothing to turn on that the
+	// backend would not refuse.
+	MetaThinkDefault     = "think_default"
 	MetaPromptTokens     = "prompt_tokens" // out, response/stream decode
 	MetaCompletionTokens = "completion_tokens"
 	MetaReasoningTokens  = "reasoning_tokens"
