@@ -63,6 +63,10 @@ var routes = buildRoutes([]route{
 
 	{method: "GET", pattern: "/api/admin/queue", fn: (*Handler).queue},
 
+	{method: "GET", pattern: "/api/admin/top-users", fn: (*Handler).topUsers},
+	{method: "GET", pattern: "/api/admin/usage/daily", fn: (*Handler).usageDaily},
+	{method: "GET", pattern: "/api/admin/energy", fn: (*Handler).energy},
+
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
 	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},
 	{method: "GET", pattern: "/api/admin/audit/{request_id:text}", fn: (*Handler).auditGet},
@@ -70,6 +74,7 @@ var routes = buildRoutes([]route{
 
 	{method: "GET", pattern: "/api/me", fn: (*Handler).me},
 	{method: "GET", pattern: "/api/me/usage", fn: (*Handler).meUsage},
+	{method: "GET", pattern: "/api/me/usage/daily", fn: (*Handler).meUsageDaily},
 	{method: "GET", pattern: "/api/me/api-keys", fn: (*Handler).meKeys},
 	{method: "POST", pattern: "/api/me/api-keys", fn: (*Handler).meCreateKey},
 	{method: "POST", pattern: "/api/me/api-keys/{key_id}/revoke", fn: (*Handler).meRevokeKey},

@@ -29,9 +29,10 @@ type UsageQuery struct {
 	// From is inclusive, To exclusive; both are required.
 	From, To time.Time
 	By       UsageBy
-	// Limit keeps the Limit rows with the most tokens (0: all, ordered by
-	// their keys).
-	Limit int
+	// Limit keeps the Limit rows with the most tokens, or the most
+	// energy with MostEnergy (0: all, ordered by their keys).
+	Limit      int
+	MostEnergy bool
 }
 
 // UsageRow is one group of requests. Keys not grouped by are zero.
@@ -119,7 +120,7 @@ func (d dialect) usageSQL(table string, q UsageQuery) (string, []any) {
 		d.int("sum(" + d.quote("prompt_tokens") + ")"),
 		d.int("sum(" + d.quote("completion_tokens") + ")"),
 		d.int("sum("+tokens+")") + " AS tokens",
-		d.float("sum(" + d.quote("energy_j") + ")"),
+		d.float("sum("+d.quote("energy_j")+")") + " AS joules",
 		d.int("sum(CASE WHEN " + measured + " THEN 1 ELSE 0 END)"),
 		d.int("sum(CASE WHEN " + measured + " THEN " + tokens + " ELSE 0 END)"),
 	}
@@ -128,7 +129,9 @@ func (d dialect) usageSQL(table string, q UsageQuery) (string, []any) {
 		s += " GROUP BY " + strings.Join(keys, ", ")
 	}
 	order := "d, u, g, m"
-	if q.Limit > 0 {
+	if q.Limit > 0 && q.MostEnergy {
+		order = "joules DESC, " + order
+	} else if q.Limit > 0 {
 		order = "tokens DESC, " + order
 	}
 	s += " ORDER BY " + order

@@ -63,7 +63,11 @@ func expectUsage(evs []Event, q UsageQuery) []UsageRow {
 		out = append(out, *r)
 	}
 	slices.SortFunc(out, func(a, b UsageRow) int {
-		if q.Limit > 0 {
+		if q.Limit > 0 && q.MostEnergy {
+			if c := cmp.Compare(b.EnergyJ, a.EnergyJ); c != 0 {
+				return c
+			}
+		} else if q.Limit > 0 {
 			if c := cmp.Compare(b.Tokens, a.Tokens); c != 0 {
 				return c
 			}
@@ -91,6 +95,7 @@ func usageCases() []struct {
 		{"one user by day and model", with(func(q *UsageQuery) { q.UserID, q.By = 3, ByDay|ByModel })},
 		{"top users", with(func(q *UsageQuery) { q.By, q.Limit = ByUser, 5 })},
 		{"top users of a group", with(func(q *UsageQuery) { q.By, q.Limit, q.Group = ByUser|ByGroup, 2, "staff" })},
+		{"most energy by group", with(func(q *UsageQuery) { q.By, q.Limit, q.MostEnergy = ByGroup, 2, true })},
 		{"by group", with(func(q *UsageQuery) { q.By = ByGroup })},
 		{"by user and group, one day", with(func(q *UsageQuery) {
 			q.By, q.From, q.To = ByUser|ByGroup, base.AddDate(0, 0, 2), base.AddDate(0, 0, 3)
