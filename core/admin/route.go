@@ -24,6 +24,7 @@ type route struct {
 var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/users", fn: (*Handler).listUsers},
 	{method: "POST", pattern: "/api/admin/users", fn: (*Handler).createUser},
+	{method: "POST", pattern: "/api/admin/users/import", fn: (*Handler).importUsers},
 	{method: "GET", pattern: "/api/admin/users/{user_id}", fn: (*Handler).getUser},
 	{method: "PATCH", pattern: "/api/admin/users/{user_id}", fn: (*Handler).updateUser},
 	{method: "DELETE", pattern: "/api/admin/users/{user_id}", fn: (*Handler).deleteUser},
