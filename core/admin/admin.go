@@ -56,8 +56,11 @@ type Options struct {
 	// Queue is the fair scheduler (queue.go); nil answers GET
 	// /api/admin/queue with no waiters (the least_loaded policy).
 	Queue Queue
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Telemetry reads the GPU and backend history (core/telemetry); nil
+	// answers /api/admin/telemetry/… with 503.
+	Telemetry Telemetry
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // requestTimeout bounds one request's store and Redis calls.
@@ -71,13 +74,15 @@ type Handler struct {
 	backends  Backends
 	audit     audit.Searcher
 	queueView Queue
+	telemetry Telemetry
 	log       *slog.Logger
 	now       func() time.Time
 }
 
 // New returns a Handler.
 func New(o Options) *Handler {
-	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, queueView: o.Queue, log: o.Log, now: o.Now}
+	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, queueView: o.Queue,
+		telemetry: o.Telemetry, log: o.Log, now: o.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -67,6 +67,8 @@ var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/top-users", fn: (*Handler).topUsers},
 	{method: "GET", pattern: "/api/admin/usage/daily", fn: (*Handler).usageDaily},
 	{method: "GET", pattern: "/api/admin/energy", fn: (*Handler).energy},
+	{method: "GET", pattern: "/api/admin/telemetry/gpus", fn: (*Handler).telemetryGPUs},
+	{method: "GET", pattern: "/api/admin/telemetry/backends", fn: (*Handler).telemetryBackends},
 
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
 	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},

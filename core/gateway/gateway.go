@@ -144,6 +144,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		observers = append(append([]outcome.Observer(nil), observers...), aud.rec)
 		searcher = aud.search
 	}
+	tel := openTelemetry(o.Config, aud, acct.st, reg, o.Replica, log)
 	admitter, kick, fleetC := newScheduler(o.Config, reg, aud != nil, acct.rdb, o.Replica, log)
 	metrics := []func(io.Writer){queueMetrics(admitter, reg)}
 	if aud != nil {
@@ -171,6 +172,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	// The audit closes after the listener drained: the last requests are
 	// recorded (or left in the spool for the next start).
 	auditC := &funcComponent{name: "audit", start: func(context.Context) error { return nil }, close: aud.close}
+	// The telemetry recorder writes to the audit's ClickHouse connection
+	// or the store: it closes before either (components close in reverse).
+	telC := &funcComponent{name: "telemetry", start: func(ctx context.Context) error { tel.start(ctx); return nil }, close: tel.close}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
 	// first), not cancel their plugin calls mid-way.
@@ -197,7 +201,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	discC := &funcComponent{name: "discovery",
 		start: func(context.Context) error {
 			disc = backend.NewDiscoverer(reg, g.Host, o.Config.Discovery.Timeout.D(), log)
-			disc.AfterRound, disc.BeforeRound = kick, live.sync
+			disc.AfterRound, disc.BeforeRound = tel.afterRound(kick), live.sync
 			live.disc = disc
 			dctx, stop := context.WithCancel(gctx)
 			done := make(chan struct{})
@@ -213,13 +217,13 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		},
 		close: func(context.Context) error { g.stopDiscovery(); return nil },
 	}
-	if err := g.life.start(ctx, acctC, auditC, fleetC, hostC, discC); err != nil {
+	if err := g.life.start(ctx, acctC, auditC, telC, fleetC, hostC, discC); err != nil {
 		g.abort()
 		return nil, err
 	}
 	queueView, _ := admitter.(admin.Queue) // nil for least_loaded
 	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: live,
-		Audit: searcher, Queue: queueView, Log: log})
+		Audit: searcher, Queue: queueView, Telemetry: tel.reader(), Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
 		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics})
