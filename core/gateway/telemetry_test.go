@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/sidecar/wire"
+)
+
+// A sidecar's per-GPU readings and every backend's state are kept at each
+// discovery round, and the admin API reads them back as series.
+func TestTelemetryHistory(t *testing.T) {
+	const key = "sk-telemetry-sidecar"
+	t.Setenv("MR_TEST_TEL_KEY", key)
+	u, p := 37, 250.5
+	mem, total := uint64(10<<30), uint64(80<<30)
+	temp := 61
+	sc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/gpu-info" || r.Header.Get(wire.HeaderKey) != key {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(wire.GPUInfo{Hostname: "gpu-a", Timestamp: time.Now().UTC(), GPUCount: 2, GPUs: []wire.GPU{
+			{Index: 0, Name: "NVIDIA H100", UtilizationGPU: &u, MemoryUsedBytes: &mem, MemoryTotalBytes: &total, MemoryFreeBytes: &total, TemperatureGPU: &temp, PowerDrawWatts: &p},
+			{Index: 1, Name: "NVIDIA H100", UtilizationGPU: &u, Error: "power: not supported"},
+		}})
+	}))
+	defer sc.Close()
+	e := startEnv(t, fakellm.Config{}, fakellm.Config{}, `discovery: {interval: 100ms, timeout: 2s}
+nodes:
+  - {name: node-a, sidecar_url: "`+sc.URL+`", sidecar_key_env: MR_TEST_TEL_KEY}
+`)
+	type gpus struct {
+		Step int64 `json:"step_seconds"`
+		GPUs []struct {
+			Node   string `json:"node"`
+			GPU    int    `json:"gpu"`
+			Name   string `json:"name"`
+			Points []struct {
+				Samples int64    `json:"samples"`
+				Util    *float64 `json:"utilization_pct"`
+				Power   *float64 `json:"power_w"`
+				Temp    *float64 `json:"temperature_c"`
+				MemUsed *float64 `json:"memory_used_bytes"`
+			} `json:"points"`
+		} `json:"gpus"`
+	}
+	var g gpus
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/telemetry/gpus?since=5m&step=3600", nil, &g); st != 200 {
+			t.Fatalf("GET telemetry/gpus: %d", st)
+		}
+		if len(g.GPUs) == 2 && g.GPUs[0].Points[0].Samples >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(g.GPUs) != 2 || g.GPUs[0].Node != "node-a" || g.GPUs[0].Name != "NVIDIA H100" || g.GPUs[1].GPU != 1 {
+		t.Fatalf("GPU series: %+v", g)
+	}
+	p0, p1 := g.GPUs[0].Points[0], g.GPUs[1].Points[0]
+	if p0.Util == nil || *p0.Util != 37 || p0.Power == nil || *p0.Power != 250.5 || p0.Temp == nil || *p0.Temp != 61 ||
+		p0.MemUsed == nil || *p0.MemUsed != float64(mem) {
+		t.Errorf("GPU 0: %+v", p0)
+	}
+	if p1.Util == nil || p1.Power != nil || p1.MemUsed != nil {
+		t.Errorf("GPU 1 (no power, no memory reading): %+v", p1)
+	}
+	var b struct {
+		Backends []struct {
+			Backend string `json:"backend"`
+			Points  []struct {
+				Samples       int64   `json:"samples"`
+				Healthy       float64 `json:"healthy"`
+				MaxConcurrent int64   `json:"max_concurrent"`
+			} `json:"points"`
+		} `json:"backends"`
+	}
+	if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/telemetry/backends?since=5m&step=1h", nil, &b); st != 200 {
+		t.Fatalf("GET telemetry/backends: %d", st)
+	}
+	if len(b.Backends) != 2 || b.Backends[0].Backend != "gpu1-vllm" || b.Backends[1].Backend != "gpu2-ollama" {
+		t.Fatalf("backend series: %+v", b)
+	}
+	if pt := b.Backends[0].Points[0]; pt.Samples < 3 || pt.Healthy < 0.5 || pt.MaxConcurrent != 16 {
+		t.Errorf("gpu1-vllm: %+v", pt)
+	}
+	if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/telemetry/backends?backend=gpu2-ollama&since=5m", nil, &b); st != 200 ||
+		len(b.Backends) != 1 || b.Backends[0].Points[0].MaxConcurrent != 4 {
+		t.Errorf("one backend by name: %d %+v", st, b)
+	}
+}
