@@ -73,6 +73,9 @@ backends:
 		{"cors bad header", "cors: {allowed_origins: ['*'], expose_headers: ['a b']}\n", "cors.expose_headers[0]"},
 		{"cors long max age", "cors: {allowed_origins: ['*'], max_age: 48h}\n", "cors.max_age"},
 		{"cors credentials while off", "cors: {allow_credentials: true}\n", "cors.allow_credentials: needs"},
+		{"telemetry", "telemetry: {enabled: false, retention: 720h}\n", ""},
+		{"telemetry retention under an hour", "telemetry: {retention: 10m}\n", "telemetry.retention: at least 1h"},
+		{"unknown telemetry key", "telemetry: {interval: 5s}\n", "interval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
