@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mindrouter/mindrouter/core/backend"
@@ -22,6 +23,10 @@ type Recorder struct {
 	now       func() time.Time
 
 	samples chan sample
+
+	mu       sync.Mutex
+	lastGPU  map[string]time.Time // node → the poll time last sampled
+	lastBack time.Time            // when backends were last sampled
 }
 
 type sample struct {
@@ -42,7 +47,7 @@ type RecorderOptions struct {
 // NewRecorder returns a Recorder; start it with Run.
 func NewRecorder(o RecorderOptions) *Recorder {
 	r := &Recorder{reg: o.Registry, st: o.Store, replica: o.Replica, retention: o.Retention, log: o.Log, now: o.Now,
-		samples: make(chan sample, 1)}
+		samples: make(chan sample, 1), lastGPU: map[string]time.Time{}}
 	if r.retention <= 0 {
 		r.retention = DefaultRetention
 	}
@@ -59,10 +64,19 @@ func NewRecorder(o RecorderOptions) *Recorder {
 // pruneEvery is how often old samples are deleted.
 const pruneEvery = time.Hour
 
+// minBackendGap is the least time between two backend samples: a probe
+// of one backend (an admin's refresh, a registration) runs the same hook
+// as a discovery round and must not crowd the series.
+const minBackendGap = time.Second
+
 // Sample takes the registry's current readings (cheap: atomic loads) and
-// hands them to Run.
+// hands them to Run. A node's reading already sampled (no poll since) is
+// not taken again. Safe for concurrent use.
 func (r *Recorder) Sample() {
 	s := r.collect(r.now())
+	if len(s.gpus) == 0 && len(s.backends) == 0 {
+		return
+	}
 	select {
 	case r.samples <- s:
 	default:
@@ -71,11 +85,14 @@ func (r *Recorder) Sample() {
 }
 
 func (r *Recorder) collect(now time.Time) sample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var s sample
 	for _, nr := range r.reg.NodeReadings() {
-		if nr.Info == nil || now.Sub(nr.Polled) > time.Hour {
-			continue // a failed poll has no figures; an old one is not now's
+		if nr.Info == nil || now.Sub(nr.Polled) > time.Hour || !nr.Polled.After(r.lastGPU[nr.Node]) {
+			continue // a failed poll has no figures; an old one is not now's; a sampled one is stored
 		}
+		r.lastGPU[nr.Node] = nr.Polled
 		for _, g := range nr.Info.GPUs {
 			if g.Error != "" && g.UtilizationGPU == nil && g.MemoryTotalBytes == nil {
 				continue
@@ -86,6 +103,10 @@ func (r *Recorder) collect(now time.Time) sample {
 			s.gpus = append(s.gpus, gs)
 		}
 	}
+	if now.Sub(r.lastBack) < minBackendGap {
+		return s
+	}
+	r.lastBack = now
 	for _, b := range r.reg.Backends() {
 		bs := BackendSample{At: now, Replica: r.replica, Backend: b.Name, State: b.State(), Breaker: b.BreakerState(),
 			InFlight: b.InFlight(), MaxConcurrent: b.Capacity(), Waiting: b.Waiting(),
