@@ -63,6 +63,7 @@ var routes = buildRoutes([]route{
 	{method: "POST", pattern: "/api/admin/quotas/{user_id}/reset", fn: (*Handler).quotaReset},
 
 	{method: "GET", pattern: "/api/admin/queue", fn: (*Handler).queue},
+	{method: "GET", pattern: "/api/admin/cluster", fn: (*Handler).cluster},
 
 	{method: "GET", pattern: "/api/admin/top-users", fn: (*Handler).topUsers},
 	{method: "GET", pattern: "/api/admin/usage/daily", fn: (*Handler).usageDaily},

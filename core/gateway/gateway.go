@@ -223,7 +223,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	queueView, _ := admitter.(admin.Queue) // nil for least_loaded
 	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: live,
-		Audit: searcher, Queue: queueView, Telemetry: tel.reader(), Log: log})
+		Audit: searcher, Queue: queueView, Telemetry: tel.reader(), Cluster: clusterView{reg}, Log: log})
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
 		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics})

@@ -4,15 +4,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/admin"
 	"github.com/mindrouter/mindrouter/sidecar/wire"
 )
 
 // A sidecar's per-GPU readings and every backend's state are kept at each
-// discovery round, and the admin API reads them back as series.
+// discovery round, and the admin API reads them back as series; GET
+// /api/admin/cluster shows the live state they are sampled from.
 func TestTelemetryHistory(t *testing.T) {
 	const key = "sk-telemetry-sidecar"
 	t.Setenv("MR_TEST_TEL_KEY", key)
@@ -93,5 +96,23 @@ nodes:
 	if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/telemetry/backends?backend=gpu2-ollama&since=5m", nil, &b); st != 200 ||
 		len(b.Backends) != 1 || b.Backends[0].Points[0].MaxConcurrent != 4 {
 		t.Errorf("one backend by name: %d %+v", st, b)
+	}
+
+	var cl admin.ClusterView
+	if st := callAPI(t, e.base, adminKey, "GET", "/api/admin/cluster", nil, &cl); st != 200 {
+		t.Fatalf("GET cluster: %d", st)
+	}
+	if len(cl.Backends) != 2 || cl.Backends[0].Name != "gpu1-vllm" || !cl.Backends[0].Healthy || cl.Backends[0].MaxConcurrent != 16 ||
+		cl.Backends[0].Breaker != "closed" || !slices.Contains(cl.Backends[0].Models, vllmModel) || cl.Backends[1].Engine != "ollama" {
+		t.Errorf("cluster backends: %+v", cl.Backends)
+	}
+	if len(cl.Nodes) != 1 || cl.Nodes[0].Name != "node-a" || cl.Nodes[0].PolledAt == nil || len(cl.Nodes[0].GPUs) != 2 {
+		t.Fatalf("cluster nodes: %+v", cl.Nodes)
+	}
+	if g0 := cl.Nodes[0].GPUs[0]; g0.UtilPct == nil || *g0.UtilPct != 37 || g0.PowerW == nil || *g0.PowerW != 250.5 || g0.Name != "NVIDIA H100" {
+		t.Errorf("cluster GPU 0: %+v", g0)
+	}
+	if g1 := cl.Nodes[0].GPUs[1]; g1.Error != "power: not supported" || g1.PowerW != nil {
+		t.Errorf("cluster GPU 1: %+v", g1)
 	}
 }
