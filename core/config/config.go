@@ -55,6 +55,8 @@ type Config struct {
 	Responses Responses `yaml:"responses"`
 	// CORS answers browsers on other origins (cors.go); off by default.
 	CORS CORS `yaml:"cors"`
+	// Console is the web console (console.go): on by default at /console/.
+	Console Console `yaml:"console"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -411,8 +413,8 @@ type Audit struct {
 	Content ContentPolicy `yaml:"content"`
 	// Redact are the regular expressions (RE2) content: redacted removes;
 	// empty: DefaultRedact.
-	Redact []string `yaml:"redact"`
-	MaxContentBytes int   `yaml:"max_content_bytes"`
+	Redact          []string `yaml:"redact"`
+	MaxContentBytes int      `yaml:"max_content_bytes"`
 	// Retention deletes a request's whole row this long after it (0, the
 	// default: kept); ContentRetention empties its bodies and the images
 	// they name sooner (default 720h, 30 days; 0: kept as long as the
@@ -547,8 +549,9 @@ func Default() *Config {
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
-		CORS: defaultCORS(),
-		dir:  ".",
+		CORS:    defaultCORS(),
+		Console: defaultConsole(),
+		dir:     ".",
 	}
 }
 
@@ -637,6 +640,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateNodes(add)
 	c.validateCORS(add)
+	c.validateConsole(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}
