@@ -57,6 +57,8 @@ type Config struct {
 	Responses Responses `yaml:"responses"`
 	// CORS answers browsers on other origins (cors.go); off by default.
 	CORS CORS `yaml:"cors"`
+	// Console is the web console (console.go): on by default at /console/.
+	Console Console `yaml:"console"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -565,8 +567,9 @@ func Default() *Config {
 		Telemetry: Telemetry{Retention: Duration(7 * 24 * time.Hour)},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
-		CORS: defaultCORS(),
-		dir:  ".",
+		CORS:    defaultCORS(),
+		Console: defaultConsole(),
+		dir:     ".",
 	}
 }
 
@@ -655,6 +658,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateNodes(add)
 	c.validateCORS(add)
+	c.validateConsole(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}

@@ -41,6 +41,10 @@ type Gateway struct {
 	Addr net.Addr
 	// MetricsAddr is where /metrics is served when metrics.listen is set.
 	MetricsAddr net.Addr
+	// ConsoleAddr is where the console is served when console.listen is
+	// set (else on Addr, under console.prefix).
+	ConsoleAddr net.Addr
+	console     *consoleFront // nil: console.enabled is false
 	metrics     *fasthttp.Server
 	Server      *server.Server
 	Host        *pluginhost.Host
@@ -224,10 +228,22 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	queueView, _ := admitter.(admin.Queue) // nil for least_loaded
 	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: live,
 		Audit: searcher, Queue: queueView, Telemetry: tel.reader(), Cluster: clusterView{reg}, Log: log})
+	if g.console, err = newConsole(gctx, o.Config, acct, searcher, reg, apiTLS != nil, log); err != nil {
+		g.abort()
+		return nil, err
+	}
+	var consoleOnAPI server.Console // no typed nil in the interface
+	if g.console != nil && o.Config.Console.Listen == "" {
+		consoleOnAPI = g.console
+	}
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
-		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics})
+		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics,
+		Console: consoleOnAPI, ConsolePrefix: o.Config.Console.Prefix})
 	var comps []Component
+	if addr := o.Config.Console.Listen; addr != "" && g.console != nil {
+		comps = append(comps, consoleListener(g, g.console, addr, apiTLS))
+	}
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",
 			start: func(context.Context) error {
