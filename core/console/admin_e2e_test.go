@@ -1,0 +1,243 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+)
+
+// api calls the gateway's HTTP API with key and decodes a JSON answer.
+func api(t *testing.T, e *env, key, method, path, body string, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// An administrator sees the requests waiting for a saturated backend on
+// the queue page, with who waits and for how long.
+func TestConsoleAdmin_Queue(t *testing.T) {
+	// Every slot of gpu1 (8) held for 6 s: four more requests wait.
+	e := startEnv(t, fakellm.Config{TTFT: 6 * time.Second}, "")
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = e.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: testModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("wait for it")}})
+		}()
+	}
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	if !waitText(t, tab, e.console("admin/queue"), `section[data-model="`+testModel+`"] tr.waiter`) {
+		t.Fatalf("no waiter on the queue page:\n%s", pageDump(tab))
+	}
+	if s := text(t, tab, "#backend-slots"); !strings.Contains(s, "8 / 8") {
+		t.Errorf("backend slots do not show gpu1 full: %q", s)
+	}
+	if s := text(t, tab, "#fair-share"); !strings.Contains(s, "admin") {
+		t.Errorf("fair share lacks the admin group: %q", s)
+	}
+	screenshot(t, tab, "admin-queue")
+}
+
+// A CSV import through the users page: the dry run reports every line and
+// creates nothing, the import creates the users.
+func TestConsoleAdmin_CSVImport(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, "")
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	csv := "username,email,group,rpm_limit_override\\nada,ada@example.edu,students,7\\nbob,bob@example.edu,staff,\\n"
+	run(t, tab,
+		chromedp.Navigate(e.console("admin/users")),
+		chromedp.WaitVisible(chromedp.ID("import-users")),
+		// SendKeys cannot type a newline into a textarea reliably: set it.
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('import-csv').value = "`+csv+`"`),
+		chromedp.Click(chromedp.ID("import-check")),
+		chromedp.WaitVisible(chromedp.ID("import-result")),
+	)
+	if s := text(t, tab, "#import-result"); !strings.Contains(s, "Dry run: 2 of 2 lines would be created") {
+		t.Fatalf("dry run: %q", s)
+	}
+	var list struct {
+		Total int `json:"total"`
+	}
+	api(t, e, adminKey, "GET", "/api/admin/users?search=ada", "", &list)
+	if list.Total != 0 {
+		t.Fatalf("the dry run created ada")
+	}
+	screenshot(t, tab, "admin-users-import")
+	run(t, tab, chromedp.Click(chromedp.ID("import-run")))
+	waitJS(t, tab, `(document.getElementById('import-result') || {}).textContent.includes('users created')`)
+	if s := text(t, tab, "#import-result"); !strings.Contains(s, "2 of 2 users created") {
+		t.Fatalf("import: %q", s)
+	}
+	var users struct {
+		Users []struct {
+			Username string `json:"username"`
+			Group    string `json:"group_name"`
+			RPM      *int   `json:"rpm_limit_override"`
+		} `json:"users"`
+	}
+	api(t, e, adminKey, "GET", "/api/admin/users?search=example.edu", "", &users)
+	got := map[string]string{}
+	for _, u := range users.Users {
+		got[u.Username] = u.Group
+		if u.Username == "ada" && (u.RPM == nil || *u.RPM != 7) {
+			t.Errorf("ada's rpm override: %v", u.RPM)
+		}
+	}
+	if got["ada"] != "students" || got["bob"] != "staff" {
+		t.Fatalf("users after the import: %v", got)
+	}
+	if s := text(t, tab, "#users"); !strings.Contains(s, "ada") || !strings.Contains(s, "bob") {
+		t.Errorf("the users list after the import: %q", s)
+	}
+	// The same file again: refused as a whole, nothing changes.
+	run(t, tab,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('import-csv').value = "`+csv+`"`),
+		chromedp.Click(chromedp.ID("import-run")),
+	)
+	waitJS(t, tab, `!!document.getElementById('error')`)
+	if s := text(t, tab, "#error"); !strings.Contains(s, "nothing was created") || !strings.Contains(s, "already exists") {
+		t.Errorf("re-import: %q", s)
+	}
+}
+
+// An allowlist set on the groups page hides a model from the group's
+// users in every dialect's model list, and calling it is a 404.
+func TestConsoleAdmin_GroupAllowlist(t *testing.T) {
+	const other = "llama3-8b"
+	e := startEnv(t, fakellm.Config{Models: []string{testModel, other}}, "")
+	var u struct {
+		ID int64 `json:"id"`
+	}
+	if st := api(t, e, adminKey, "POST", "/api/admin/users", `{"username":"stu","group":"students"}`, &u); st != 200 {
+		t.Fatalf("create stu: %d", st)
+	}
+	var k struct {
+		FullKey string `json:"full_key"`
+	}
+	if st := api(t, e, adminKey, "POST", "/api/admin/users/"+itoa(u.ID)+"/api-keys", `{"name":"k"}`, &k); st != 200 {
+		t.Fatalf("key for stu: %d", st)
+	}
+	lists := func() map[string][]string {
+		out := map[string][]string{}
+		for _, path := range []string{"/v1/models", "/api/tags", "/anthropic/v1/models"} {
+			var l struct {
+				Data []struct {
+					ID string `json:"id"`
+				} `json:"data"`
+				Models []struct {
+					Name string `json:"name"`
+				} `json:"models"`
+			}
+			if st := api(t, e, k.FullKey, "GET", path, "", &l); st != 200 {
+				t.Fatalf("%s: %d", path, st)
+			}
+			out[path] = []string{}
+			for _, d := range l.Data {
+				out[path] = append(out[path], d.ID)
+			}
+			for _, m := range l.Models {
+				out[path] = append(out[path], strings.TrimSuffix(m.Name, ":latest"))
+			}
+		}
+		return out
+	}
+	for path, ids := range lists() {
+		if !slices.Contains(ids, testModel) {
+			t.Fatalf("%s before the allowlist: %v", path, ids)
+		}
+	}
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	form := `#group-students`
+	run(t, tab,
+		chromedp.Navigate(e.console("admin/groups")),
+		chromedp.WaitVisible(chromedp.CSS(form)),
+		chromedp.SetValue(chromedp.CSS(form+" input[name=model_access]"), "llama3*"),
+		chromedp.Click(chromedp.CSS(form+" button.save")),
+	)
+	waitJS(t, tab, `!!document.querySelector('p.flash')`)
+	if v := get(t, tab, chromedp.Value(chromedp.CSS(form+" input[name=model_access]"))); v != "llama3*" {
+		t.Fatalf("the groups page after saving shows model access %q", v)
+	}
+	screenshot(t, tab, "admin-groups")
+	// Key caches are dropped on the change; allow a moment all the same.
+	deadline := time.Now().Add(5 * time.Second)
+	var got map[string][]string
+	for {
+		got = lists()
+		hidden := true
+		for _, ids := range got {
+			hidden = hidden && !slices.Contains(ids, testModel) && slices.Contains(ids, other)
+		}
+		if hidden || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for path, ids := range got {
+		if slices.Contains(ids, testModel) || !slices.Contains(ids, other) {
+			t.Errorf("%s after the allowlist: %v, want %s and not %s", path, ids, other, testModel)
+		}
+	}
+	body := `{"model":"` + testModel + `","messages":[{"role":"user","content":"hi"}]}`
+	if st := api(t, e, k.FullKey, "POST", "/v1/chat/completions", body, nil); st != 404 {
+		t.Errorf("chat with the hidden model: %d, want 404", st)
+	}
+	if st := api(t, e, adminKey, "POST", "/v1/chat/completions", body, nil); st != 200 {
+		t.Errorf("the admin's chat with it: %d, want 200", st)
+	}
+}
+
+// waitJS waits until the expression cond is true in tab (a form's answer
+// replaced the page).
+func waitJS(t *testing.T, tab context.Context, cond string) {
+	t.Helper()
+	for range 100 {
+		ok, err := chromedp.Run(tab, chromedp.Evaluate[bool](`(function(){ try { return !!(`+cond+`) } catch (e) { return false } })()`))
+		if err == nil && ok {
+			return
+		}
+		run(t, tab, chromedp.Sleep(100*time.Millisecond))
+	}
+	t.Fatalf("waited in vain for %s:\n%s", cond, pageDump(tab))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
