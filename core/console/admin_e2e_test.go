@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/sidecar/wire"
 )
 
 // api calls the gateway's HTTP API with key and decodes a JSON answer.
@@ -241,3 +243,45 @@ func waitJS(t *testing.T, tab context.Context, cond string) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The cluster page shows the backend's live state and a node's GPUs with
+// their history drawn from the telemetry samples; drain works from it.
+func TestConsoleAdmin_Cluster(t *testing.T) {
+	const key = "sk-console-sidecar"
+	t.Setenv("MR_CONSOLE_SIDECAR_KEY", key)
+	util, temp := 42, 55
+	power, limit := 310.0, 700.0
+	used, total := uint64(20<<30), uint64(80<<30)
+	sc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(wire.HeaderKey) != key {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(wire.GPUInfo{Hostname: "gpu-a", Timestamp: time.Now().UTC(), DriverVersion: "580.65", GPUCount: 1,
+			GPUs: []wire.GPU{{Index: 0, Name: "NVIDIA H100", UtilizationGPU: &util, TemperatureGPU: &temp, PowerDrawWatts: &power,
+				PowerLimitWatts: &limit, MemoryUsedBytes: &used, MemoryTotalBytes: &total, MemoryFreeBytes: &total}}})
+	}))
+	defer sc.Close()
+	e := startEnv(t, fakellm.Config{}, `discovery: {interval: 200ms}
+nodes:
+  - {name: node-a, sidecar_url: "`+sc.URL+`", sidecar_key_env: MR_CONSOLE_SIDECAR_KEY}
+`)
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	if !waitText(t, tab, e.console("admin/cluster?span=1h"), `section[data-node="node-a"] div[data-gpu-history="0"] polyline`) {
+		t.Fatalf("no GPU history on the cluster page:\n%s", pageDump(tab))
+	}
+	if s := text(t, tab, `tr[data-backend="gpu1"]`); !strings.Contains(s, "healthy") || !strings.Contains(s, "0 / 8") || !strings.Contains(s, testModel) {
+		t.Errorf("backend row: %q", s)
+	}
+	if s := text(t, tab, `section[data-node="node-a"] tr[data-gpu="0"]`); !strings.Contains(s, "42 %") || !strings.Contains(s, "310 W of 700") ||
+		!strings.Contains(s, "20.0 / 80.0 GiB") || !strings.Contains(s, "55 °C") {
+		t.Errorf("GPU row: %q", s)
+	}
+	screenshot(t, tab, "admin-cluster")
+	run(t, tab, chromedp.Click(chromedp.CSS(`tr[data-backend="gpu1"] form[action$="/drain"] button`)))
+	waitJS(t, tab, `!!document.querySelector('p.flash')`)
+	if s := text(t, tab, `tr[data-backend="gpu1"]`); !strings.Contains(s, "draining") {
+		t.Errorf("after drain: %q", s)
+	}
+}
