@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,7 +241,6 @@ func waitJS(t *testing.T, tab context.Context, cond string) {
 	t.Fatalf("waited in vain for %s:\n%s", cond, pageDump(tab))
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // The cluster page shows the backend's live state and a node's GPUs with
 // their history drawn from the telemetry samples; drain works from it.

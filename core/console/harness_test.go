@@ -43,6 +43,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The identity provider's example server logs every request through
+	// slog's default logger.
+	slog.SetDefault(slog.New(slog.DiscardHandler))
 	var err error
 	if plugins, err = testutil.BuildPlugins(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -139,8 +142,16 @@ type env struct {
 func (e *env) console(path string) string { return e.base + "/console/" + path }
 
 // startEnv starts a gateway on loopback with a fresh SQLite store and
-// embedded audit; extraYAML is appended to its config.
+// embedded audit; extraYAML is appended to its config, "{BASE}" in it
+// replaced by the gateway's http://host:port.
 func startEnv(t *testing.T, fc fakellm.Config, extraYAML string) *env {
+	t.Helper()
+	return startEnvWith(t, fc, func(string) string { return extraYAML })
+}
+
+// startEnvWith is startEnv with the extra config made from the gateway's
+// base URL (for what must know it first, such as an identity provider).
+func startEnvWith(t *testing.T, fc fakellm.Config, extra func(base string) string) *env {
 	t.Helper()
 	fc.Engine = "vllm"
 	if fc.Models == nil {
@@ -157,6 +168,12 @@ func startEnv(t *testing.T, fc fakellm.Config, extraYAML string) *env {
 	}
 	go func() { _ = fake.Serve(fln) }()
 	t.Cleanup(fake.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	extraYAML := strings.ReplaceAll(extra(base), "{BASE}", base)
 	d := t.TempDir()
 	y := fmt.Sprintf(`listen: 127.0.0.1:0
 plugins: %s
@@ -170,10 +187,6 @@ backends:
 	}
 	cfg.Store.DSN = filepath.Join(d, "mindrouter.db")
 	cfg.Audit.Spool, cfg.Audit.Embedded = filepath.Join(d, "spool"), filepath.Join(d, "audit.db")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	gw, err := gateway.Start(context.Background(), gateway.Options{Config: cfg, AdminKey: adminKey, Logger: runLogs.Logger(), Listener: ln})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +196,7 @@ backends:
 		defer cancel()
 		_ = gw.Close(ctx)
 	})
-	e := &env{gw: gw, base: "http://" + gw.Addr.String(), fake: fake}
+	e := &env{gw: gw, base: base, fake: fake}
 	e.client = openai.NewClient(option.WithBaseURL(e.base+"/v1/"), option.WithAPIKey(adminKey), option.WithMaxRetries(0))
 	return e
 }
@@ -204,15 +217,23 @@ func signInWithKey(t *testing.T, tab context.Context, e *env, key string) {
 // run runs actions in tab, failing the test with the page's text on error.
 func run(t *testing.T, tab context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(tab, steps...); err != nil {
+	ctx, cancel := context.WithTimeout(tab, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("browser: %v\n%s", err, pageDump(tab))
 	}
 }
 
+// stepTimeout bounds one run or get, well inside the tab's life, so a
+// failure can still show the page.
+const stepTimeout = 20 * time.Second
+
 // get runs one action that returns a value.
 func get[T any](t *testing.T, tab context.Context, a chromedp.Action[T]) T {
 	t.Helper()
-	v, err := chromedp.Run(tab, a)
+	ctx, cancel := context.WithTimeout(tab, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
 	if err != nil {
 		t.Fatalf("browser: %v\n%s", err, pageDump(tab))
 	}
@@ -221,7 +242,7 @@ func get[T any](t *testing.T, tab context.Context, a chromedp.Action[T]) T {
 
 // pageDump is where tab is and what its page says, for a failure.
 func pageDump(tab context.Context) string {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(tab), 3*time.Second)
+	ctx, cancel := context.WithTimeout(tab, 3*time.Second)
 	defer cancel()
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
@@ -250,6 +271,8 @@ func screenshot(t *testing.T, tab context.Context, name string) {
 		t.Fatal(err)
 	}
 }
+
+func itoa(n int64) string { return fmt.Sprint(n) }
 
 func clip(s string, n int) string {
 	if len(s) > n {

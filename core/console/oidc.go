@@ -26,6 +26,7 @@ type oidcClient struct {
 	base context.Context // outlives requests: the key set refreshes with it
 
 	mu       sync.Mutex
+	provider *oidc.Provider
 	verifier *oidc.IDTokenVerifier
 	oauth    *oauth2.Config
 }
@@ -50,6 +51,7 @@ func (o *oidcClient) setup(ctx context.Context) (*oauth2.Config, *oidc.IDTokenVe
 	// The key set fetches keys later, with the context it was made with.
 	keys := oidc.NewRemoteKeySet(o.base, jwksURL(p))
 	o.verifier = oidc.NewVerifier(o.cfg.Issuer, keys, &oidc.Config{ClientID: o.cfg.ClientID})
+	o.provider = p
 	o.oauth = &oauth2.Config{ClientID: o.cfg.ClientID, ClientSecret: o.cfg.ClientSecret, Endpoint: p.Endpoint(),
 		RedirectURL: o.cfg.RedirectURL, Scopes: append([]string{oidc.ScopeOpenID}, o.cfg.Scopes...)}
 	return o.oauth, o.verifier, nil
@@ -128,9 +130,10 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, rq *Reque
 		c.showLogin(w, r, rq, http.StatusUnauthorized, "The identity provider's ID token was not valid for this sign-in.")
 		return
 	}
-	var claims map[string]any
-	if err := idt.Claims(&claims); err != nil {
-		c.showLogin(w, r, rq, http.StatusUnauthorized, "The identity provider's ID token could not be read.")
+	claims, err := c.oidc.claims(ctx, idt, tok)
+	if err != nil {
+		c.log.Warn("console single sign-on: claims", "err", err.Error())
+		c.showLogin(w, r, rq, http.StatusUnauthorized, "The identity provider's answer about you could not be read.")
 		return
 	}
 	u, err := c.ssoUser(ctx, r, claims)
@@ -145,6 +148,46 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, rq *Reque
 		return
 	}
 	c.startSession(w, r, rq, &Session{UserID: u.ID, Via: viaOIDC})
+}
+
+// claims are the ID token's claims, completed from the UserInfo endpoint
+// when the token lacks the e-mail or the groups claim (providers may keep
+// profile claims out of an ID token issued with an access token, as OIDC
+// Core 5.4 says). The ID token's own claims win; UserInfo must name the
+// same subject.
+func (o *oidcClient) claims(ctx context.Context, idt *oidc.IDToken, tok *oauth2.Token) (map[string]any, error) {
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return nil, fmt.Errorf("decode ID token claims: %w", err)
+	}
+	_, hasEmail := claims["email"]
+	_, hasGroups := claims[o.cfg.GroupsClaim]
+	if hasEmail && (o.cfg.GroupsClaim == "" || hasGroups) {
+		return claims, nil
+	}
+	o.mu.Lock()
+	p := o.provider
+	o.mu.Unlock()
+	ui, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		if hasEmail {
+			return claims, nil // the groups claim is optional
+		}
+		return nil, fmt.Errorf("read UserInfo: %w", err)
+	}
+	if ui.Subject != idt.Subject {
+		return nil, fmt.Errorf("UserInfo names subject %q, the ID token %q", ui.Subject, idt.Subject)
+	}
+	var more map[string]any
+	if err := ui.Claims(&more); err != nil {
+		return nil, fmt.Errorf("decode UserInfo claims: %w", err)
+	}
+	for k, v := range more {
+		if _, ok := claims[k]; !ok {
+			claims[k] = v
+		}
+	}
+	return claims, nil
 }
 
 // userError is a sign-in refusal to show as it is.

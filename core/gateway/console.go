@@ -79,6 +79,7 @@ func newConsole(ctx context.Context, cfg *config.Config, acct *accountsPart, sea
 		sess = console.RedisSessions(acct.rdb)
 	case ok:
 		sess = console.StoreSessions(ss, time.Now)
+		go pruneSessions(ctx, ss, log)
 	default:
 		log.Warn("console off: the store keeps no sessions and no Redis is configured")
 		return nil, nil
@@ -99,6 +100,26 @@ func newConsole(ctx context.Context, cfg *config.Config, acct *accountsPart, sea
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	return &consoleFront{c: c, prefix: []byte(c.Prefix()), h: fasthttpadaptor.NewFastHTTPHandler(c)}, nil
+}
+
+// pruneSessions deletes expired console sessions from the store hourly
+// (Redis expires its own) until ctx ends; every replica does it, which is
+// harmless: a DELETE of rows already gone.
+func pruneSessions(ctx context.Context, ss store.Sessions, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			if _, err := ss.PruneSessions(pctx, time.Now()); err != nil {
+				log.Warn("prune console sessions", "err", err.Error())
+			}
+			cancel()
+		}
+	}
 }
 
 // advertised is host:port as a client writes it: a wildcard host becomes
