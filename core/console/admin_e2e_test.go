@@ -241,7 +241,6 @@ func waitJS(t *testing.T, tab context.Context, cond string) {
 	t.Fatalf("waited in vain for %s:\n%s", cond, pageDump(tab))
 }
 
-
 // The cluster page shows the backend's live state and a node's GPUs with
 // their history drawn from the telemetry samples; drain works from it.
 func TestConsoleAdmin_Cluster(t *testing.T) {
