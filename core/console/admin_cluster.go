@@ -165,7 +165,7 @@ type xy struct {
 	ok   bool
 }
 
-const sparkW, sparkH = 240, 40
+const sparkW, sparkH = 180, 36
 
 // spark draws ys as an SVG polyline scaled to lo..hi; gaps split it.
 func spark(pts []xy, lo, hi float64, colour string) template.HTML {
@@ -174,7 +174,10 @@ func spark(pts []xy, lo, hi float64, colour string) template.HTML {
 		sparkW, sparkH, sparkW, sparkH, sparkW, sparkH)
 	var seg []string
 	flush := func() {
-		if len(seg) > 0 {
+		if len(seg) == 1 { // a lone reading: a dot, a line needs two
+			xy := strings.Split(seg[0], ",")
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="2" fill="%s"/>`, xy[0], xy[1], colour)
+		} else if len(seg) > 1 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, colour, strings.Join(seg, " "))
 		}
 		seg = seg[:0]

@@ -2,8 +2,10 @@ package console_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/telemetry"
 	"github.com/mindrouter/mindrouter/sidecar/wire"
 )
 
@@ -263,9 +266,22 @@ func TestConsoleAdmin_Cluster(t *testing.T) {
 nodes:
   - {name: node-a, sidecar_url: "`+sc.URL+`", sidecar_key_env: MR_CONSOLE_SIDECAR_KEY}
 `)
+	// An hour of earlier samples, as the recorder would have stored them,
+	// so that the history shows a line (the live ones follow).
+	ts := telemetry.NewSQLStore(e.gw.Store.(interface{ DB() *sql.DB }).DB())
+	var past []telemetry.GPUSample
+	for i := 60; i > 0; i-- {
+		u, p := float64(30+30*math.Sin(float64(i)/6)), 250+60*math.Cos(float64(i)/9)
+		m, tot, tc := float64(used), float64(total), 50+float64(i%7)
+		past = append(past, telemetry.GPUSample{At: time.Now().Add(-time.Duration(i) * time.Minute), Node: "node-a", GPU: 0, Name: "NVIDIA H100",
+			UtilPct: &u, PowerW: &p, MemUsed: &m, MemTotal: &tot, TempC: &tc})
+	}
+	if err := ts.Write(context.Background(), past, nil); err != nil {
+		t.Fatal(err)
+	}
 	tab := newTab(t)
 	signInWithKey(t, tab, e, adminKey)
-	if !waitText(t, tab, e.console("admin/cluster?span=1h"), `section[data-node="node-a"] div[data-gpu-history="0"] polyline`) {
+	if !waitText(t, tab, e.console("admin/cluster?span=1h"), `section[data-node="node-a"] tr[data-gpu-history="0"] svg :is(polyline, circle)`) {
 		t.Fatalf("no GPU history on the cluster page:\n%s", pageDump(tab))
 	}
 	if s := text(t, tab, `tr[data-backend="gpu1"]`); !strings.Contains(s, "healthy") || !strings.Contains(s, "0 / 8") || !strings.Contains(s, testModel) {
@@ -280,5 +296,37 @@ nodes:
 	waitJS(t, tab, `!!document.querySelector('p.flash')`)
 	if s := text(t, tab, `tr[data-backend="gpu1"]`); !strings.Contains(s, "draining") {
 		t.Errorf("after drain: %q", s)
+	}
+}
+
+// The audit pages: a request found by user and model, its stages and
+// content; the admin log lists a change.
+func TestConsoleAdmin_AuditAndLog(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, "")
+	resp, err := e.client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: testModel,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("find me in the audit")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := api(t, e, adminKey, "POST", "/api/admin/users", `{"username":"logged","group":"staff"}`, nil); st != 200 {
+		t.Fatalf("create a user: %d", st)
+	}
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	row := `tr[data-request="` + resp.ID + `"]`
+	if !waitText(t, tab, e.console("admin/audit?model="+testModel), row) {
+		t.Fatalf("request %s not on the audit page:\n%s", resp.ID, pageDump(tab))
+	}
+	screenshot(t, tab, "admin-audit")
+	run(t, tab, chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.ID("stages")))
+	if s := text(t, tab, "#request-facts"); !strings.Contains(s, testModel) || !strings.Contains(s, "200") {
+		t.Errorf("request facts: %q", s)
+	}
+	if s := text(t, tab, "#request-body"); !strings.Contains(s, "find me in the audit") {
+		t.Errorf("request content (the admin key holds the audit scope): %q", s)
+	}
+	run(t, tab, chromedp.Navigate(e.console("admin/admin-log")), chromedp.WaitVisible(chromedp.ID("admin-log")))
+	if s := text(t, tab, "#admin-log"); !strings.Contains(s, "user.create") || !strings.Contains(s, "logged") {
+		t.Errorf("admin log: %q", s)
 	}
 }
