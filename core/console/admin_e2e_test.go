@@ -308,8 +308,17 @@ func TestConsoleAdmin_AuditAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := api(t, e, adminKey, "POST", "/api/admin/users", `{"username":"logged","group":"staff"}`, nil); st != 200 {
+	var u struct {
+		ID int64 `json:"id"`
+	}
+	if st := api(t, e, adminKey, "POST", "/api/admin/users", `{"username":"logged","group":"staff"}`, &u); st != 200 {
 		t.Fatalf("create a user: %d", st)
+	}
+	var k struct {
+		FullKey string `json:"full_key"`
+	}
+	if st := api(t, e, adminKey, "POST", "/api/admin/users/"+itoa(u.ID)+"/api-keys", `{"name":"to-revoke"}`, &k); st != 200 {
+		t.Fatalf("key for logged: %d", st)
 	}
 	tab := newTab(t)
 	signInWithKey(t, tab, e, adminKey)
@@ -328,5 +337,13 @@ func TestConsoleAdmin_AuditAndLog(t *testing.T) {
 	run(t, tab, chromedp.Navigate(e.console("admin/admin-log")), chromedp.WaitVisible(chromedp.ID("admin-log")))
 	if s := text(t, tab, "#admin-log"); !strings.Contains(s, "user.create") || !strings.Contains(s, "logged") {
 		t.Errorf("admin log: %q", s)
+	}
+	// The keys page finds the user's key and revokes it.
+	run(t, tab, chromedp.Navigate(e.console("admin/keys?search=to-revoke")), chromedp.WaitVisible(chromedp.ID("all-keys")),
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		chromedp.Click(chromedp.CSS(`#all-keys form[action$="/revoke"] button`)))
+	waitJS(t, tab, `!!document.querySelector('p.flash')`)
+	if st := api(t, e, k.FullKey, "GET", "/v1/models", "", nil); st != 401 {
+		t.Errorf("the revoked key: %d, want 401", st)
 	}
 }
