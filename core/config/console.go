@@ -85,7 +85,7 @@ func (c *Config) validateConsole(add func(string, ...any)) {
 	if cs.Listen != "" {
 		if _, _, err := net.SplitHostPort(cs.Listen); err != nil {
 			add("console.listen: %q is not host:port", cs.Listen)
-		} else if cs.Listen == c.Listen {
+		} else if cs.Listen == c.Listen && !strings.HasSuffix(cs.Listen, ":0") {
 			add("console.listen: %q is the API listener's address (leave console.listen empty to share it)", cs.Listen)
 		}
 	}

@@ -37,9 +37,18 @@ const (
 // usageChart draws days days ending today (UTC) from rows.
 func usageChart(rows []DayUsage, days int, today time.Time) chart {
 	start := today.UTC().Truncate(24*time.Hour).AddDate(0, 0, -(days - 1))
+	inWindow := func(r DayUsage) int {
+		d := int(r.Day.Sub(start) / (24 * time.Hour))
+		if r.Day.Before(start) || d >= days {
+			return -1
+		}
+		return d
+	}
 	totals := map[string]int64{}
 	for _, r := range rows {
-		totals[r.Model] += r.Tokens
+		if inWindow(r) >= 0 {
+			totals[r.Model] += r.Tokens
+		}
 	}
 	models := make([]string, 0, len(totals))
 	for m := range totals {
@@ -72,8 +81,8 @@ func usageChart(rows []DayUsage, days int, today time.Time) chart {
 	dayTotal := make([]int64, days)
 	var peak int64
 	for _, r := range rows {
-		d := int(r.Day.Sub(start) / (24 * time.Hour))
-		if d < 0 || d >= days {
+		d := inWindow(r)
+		if d < 0 {
 			continue
 		}
 		perDay[d] = append(perDay[d], r)
@@ -101,9 +110,13 @@ func usageChart(rows []DayUsage, days int, today time.Time) chart {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %d tokens</title></rect>`,
 				x+1, y, max(barW-2, 1), h, colour[r.Model], start.AddDate(0, 0, d).Format("Jan 2"), html.EscapeString(r.Model), r.Tokens)
 		}
-		if d%5 == 0 || d == days-1 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" text-anchor="middle" fill="#4a5568">%s</text>`,
-				x+barW/2, chartH-8, start.AddDate(0, 0, d).Format("Jan 2"))
+		if (d%5 == 0 && d < days-3) || d == days-1 {
+			anchor, lx := "middle", x+barW/2
+			if d == days-1 {
+				anchor, lx = "end", x+barW // inside the picture
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" text-anchor="%s" fill="#4a5568">%s</text>`,
+				lx, chartH-8, anchor, start.AddDate(0, 0, d).Format("Jan 2"))
 		}
 	}
 	b.WriteString(`</svg>`)
@@ -111,22 +124,16 @@ func usageChart(rows []DayUsage, days int, today time.Time) chart {
 	return ch
 }
 
-// niceCeil rounds n up to 1, 2 or 5 times a power of ten (at least 4, so
-// the four grid steps are whole numbers).
+// niceCeil rounds n up to 1, 2, 4 or 5 times a power of ten that four
+// divides, so the four grid steps are whole, round numbers (at least 4).
 func niceCeil(n int64) int64 {
-	if n <= 4 {
-		return 4
-	}
-	p := int64(1)
-	for p*10 < n {
-		p *= 10
-	}
-	for _, m := range []int64{1, 2, 4, 5, 10} {
-		if p*m >= n {
-			return p * m
+	for p := int64(1); ; p *= 10 {
+		for _, m := range []int64{1, 2, 4, 5} {
+			if v := p * m; v >= n && v%4 == 0 {
+				return v
+			}
 		}
 	}
-	return p * 10
 }
 
 // humanInt writes n with k, M or G.

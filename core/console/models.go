@@ -60,7 +60,8 @@ func snippets(base, model string) []snippet {
   -H "Authorization: Bearer $MINDROUTER_API_KEY" \
   -H 'Content-Type: application/json' \
   -d '{"model": "{MODEL}", "messages": [{"role": "user", "content": "Hello"}]}'`)},
-		{"openai", "OpenAI (Python)", r.Replace(`from openai import OpenAI
+		{"openai", "OpenAI (Python)", r.Replace(`import os
+from openai import OpenAI
 
 client = OpenAI(base_url="{BASE}/v1", api_key=os.environ["MINDROUTER_API_KEY"])
 reply = client.chat.completions.create(
@@ -68,7 +69,8 @@ reply = client.chat.completions.create(
     messages=[{"role": "user", "content": "Hello"}],
 )
 print(reply.choices[0].message.content)`)},
-		{"anthropic", "Anthropic (Python)", r.Replace(`import anthropic
+		{"anthropic", "Anthropic (Python)", r.Replace(`import os
+import anthropic
 
 client = anthropic.Anthropic(base_url="{BASE}/anthropic", api_key=os.environ["MINDROUTER_API_KEY"])
 msg = client.messages.create(
@@ -76,7 +78,8 @@ msg = client.messages.create(
     messages=[{"role": "user", "content": "Hello"}],
 )
 print(msg.content[0].text)`)},
-		{"ollama", "Ollama (Python)", r.Replace(`from ollama import Client
+		{"ollama", "Ollama (Python)", r.Replace(`import os
+from ollama import Client
 
 client = Client(host="{BASE}", headers={"Authorization": "Bearer " + os.environ["MINDROUTER_API_KEY"]})
 reply = client.chat(model="{MODEL}", messages=[{"role": "user", "content": "Hello"}])
@@ -94,6 +97,6 @@ model_provider = "mindrouter"
 name = "MindRouter"
 base_url = "{BASE}/v1"
 env_key = "MINDROUTER_API_KEY"
-wire_api = "chat"`)},
+wire_api = "responses"`)},
 	}
 }

@@ -66,6 +66,8 @@ func signInSSO(t *testing.T, tab context.Context, e *env, email string) {
 func TestConsole_SSO(t *testing.T) {
 	e, _ := ssoEnv(t, idpUser{ID: "u1", Email: "ada@campus.example", Groups: []string{"chess-club", "cs-students"}})
 	tab := newTab(t)
+	run(t, tab, chromedp.Navigate(e.console("login")), chromedp.WaitVisible(chromedp.ID("sso")))
+	screenshot(t, tab, "login")
 	signInSSO(t, tab, e, "ada@campus.example")
 	u, err := e.gw.Store.UserByName(context.Background(), "ada@campus.example")
 	if err != nil {

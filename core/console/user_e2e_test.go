@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -51,6 +52,22 @@ func TestConsole_KeySignIn(t *testing.T) {
 		t.Fatalf("models page lacks %s: %q", testModel, s)
 	}
 	screenshot(t, tab, "models")
+
+	// Revoke the key on the keys page (the confirmation accepted): the API
+	// refuses it at once.
+	run(t, tab, chromedp.Navigate(e.console("keys")))
+	get(t, tab, chromedp.Evaluate[bool](`(window.confirm = () => true, true)`))
+	run(t, tab, chromedp.Click(chromedp.CSS(`tr[data-key="`+key[:12]+`"] button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash")))
+	if s := text(t, tab, `tr[data-key="`+key[:12]+`"]`); !strings.Contains(s, "revoked") {
+		t.Fatalf("revoked key's row: %q", s)
+	}
+	_, err = c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: testModel, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
+	var ae *openai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a revoked key: %v, want 401", err)
+	}
 }
 
 // waitText reloads url until sel exists (the audit writes in batches).

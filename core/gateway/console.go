@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -99,7 +100,23 @@ func newConsole(ctx context.Context, cfg *config.Config, acct *accountsPart, sea
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	return &consoleFront{c: c, prefix: []byte(c.Prefix()), h: fasthttpadaptor.NewFastHTTPHandler(c)}, nil
+	return &consoleFront{c: c, prefix: []byte(c.Prefix()), h: fasthttpadaptor.NewFastHTTPHandler(detached{c})}, nil
+}
+
+// consoleTimeout bounds one console request's store, Redis and identity
+// provider calls.
+const consoleTimeout = 30 * time.Second
+
+// detached gives each console request a context of its own: the adaptor's
+// is the fasthttp RequestCtx, which must not be a parent (context's
+// watcher reads it after the handler returned and fasthttp reset it for
+// the next request: a data race, as in admin.Handler.Serve).
+type detached struct{ h http.Handler }
+
+func (d detached) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(context.Background(), consoleTimeout)
+	defer cancel()
+	d.h.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // pruneSessions deletes expired console sessions from the store hourly
