@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -345,5 +346,54 @@ func TestConsoleAdmin_AuditAndLog(t *testing.T) {
 	waitJS(t, tab, `!!document.querySelector('p.flash')`)
 	if st := api(t, e, k.FullKey, "GET", "/v1/models", "", nil); st != 401 {
 		t.Errorf("the revoked key: %d, want 401", st)
+	}
+}
+
+// The backends page registers a backend and a node, and sets a backend's
+// priority and node.
+func TestConsoleAdmin_Backends(t *testing.T) {
+	e := startEnv(t, fakellm.Config{}, "")
+	tab := newTab(t)
+	signInWithKey(t, tab, e, adminKey)
+	run(t, tab,
+		chromedp.Navigate(e.console("admin/backends")),
+		chromedp.WaitVisible(chromedp.ID("register-node")),
+		chromedp.SendKeys(chromedp.CSS(`#register-node input[name=name]`), "gpu-b"),
+		chromedp.SendKeys(chromedp.CSS(`#register-node input[name=sidecar_url]`), "http://127.0.0.1:1"),
+		chromedp.Click(chromedp.CSS(`#register-node button`)),
+	)
+	waitJS(t, tab, `!!document.querySelector('tr[data-node="gpu-b"]')`)
+	run(t, tab,
+		chromedp.SendKeys(chromedp.CSS(`#register-backend input[name=name]`), "gpu9"),
+		chromedp.SendKeys(chromedp.CSS(`#register-backend input[name=url]`), "http://127.0.0.1:2"),
+		chromedp.SendKeys(chromedp.CSS(`#register-backend input[name=engine]`), "vllm"),
+		chromedp.SendKeys(chromedp.CSS(`#register-backend input[name=max_concurrent]`), "3"),
+		chromedp.Click(chromedp.CSS(`#register-backend button`)),
+	)
+	waitJS(t, tab, `!!document.querySelector('tr[data-backend="gpu9"]')`)
+	row := `tr[data-backend="gpu1"] `
+	run(t, tab,
+		chromedp.SetValue(chromedp.CSS(row+`input[name=priority]`), "7"),
+		chromedp.SetValue(chromedp.CSS(row+`select[name=node_id]`), get(t, tab, chromedp.Evaluate[string](`document.querySelector('tr[data-backend="gpu1"] select option:nth-child(2)').value`))),
+		chromedp.Click(chromedp.CSS(row+`button.save`)),
+	)
+	waitJS(t, tab, `!!document.querySelector('p.flash')`)
+	var bs []struct {
+		Name          string  `json:"name"`
+		Priority      int     `json:"priority"`
+		MaxConcurrent int     `json:"max_concurrent"`
+		NodeName      *string `json:"node_name"`
+	}
+	api(t, e, adminKey, "GET", "/api/admin/backends", "", &bs)
+	got := map[string]string{}
+	for _, b := range bs {
+		n := ""
+		if b.NodeName != nil {
+			n = *b.NodeName
+		}
+		got[b.Name] = strconv.Itoa(b.Priority) + "/" + strconv.Itoa(b.MaxConcurrent) + "/" + n
+	}
+	if got["gpu1"] != "7/8/gpu-b" || got["gpu9"] != "0/3/" {
+		t.Errorf("backends after the page's changes: %v", got)
 	}
 }
