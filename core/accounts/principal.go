@@ -137,3 +137,8 @@ func pick[T any](override *T, group T) T {
 	}
 	return group
 }
+
+// PrincipalOf is who a credential speaks for, exactly as Authenticate
+// makes it: the console rebuilds a session's principal with it from the
+// stored user, group and key on every request.
+func PrincipalOf(c *store.Credential) auth.Principal { return principal(c) }

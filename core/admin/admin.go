@@ -56,8 +56,14 @@ type Options struct {
 	// Queue is the fair scheduler (queue.go); nil answers GET
 	// /api/admin/queue with no waiters (the least_loaded policy).
 	Queue Queue
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Telemetry reads the GPU and backend history (core/telemetry); nil
+	// answers /api/admin/telemetry/… with 503.
+	Telemetry Telemetry
+	// Cluster is the live view of backends and nodes; nil answers GET
+	// /api/admin/cluster with empty lists.
+	Cluster Cluster
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // requestTimeout bounds one request's store and Redis calls.
@@ -65,19 +71,22 @@ const requestTimeout = 30 * time.Second
 
 // Handler serves the admin and self-service APIs. Safe for concurrent use.
 type Handler struct {
-	st        store.Store
-	keys      Invalidator
-	quotas    Quotas
-	backends  Backends
-	audit     audit.Searcher
-	queueView Queue
-	log       *slog.Logger
-	now       func() time.Time
+	st          store.Store
+	keys        Invalidator
+	quotas      Quotas
+	backends    Backends
+	audit       audit.Searcher
+	queueView   Queue
+	telemetry   Telemetry
+	clusterView Cluster
+	log         *slog.Logger
+	now         func() time.Time
 }
 
 // New returns a Handler.
 func New(o Options) *Handler {
-	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, queueView: o.Queue, log: o.Log, now: o.Now}
+	h := &Handler{st: o.Store, keys: o.Keys, quotas: o.Quotas, backends: o.Backends, audit: o.Audit, queueView: o.Queue,
+		telemetry: o.Telemetry, clusterView: o.Cluster, log: o.Log, now: o.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

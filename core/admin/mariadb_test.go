@@ -34,6 +34,7 @@ func TestMariaDB(t *testing.T) {
 		{"backend errors", backendsErrors, envOpts{}},
 		{"quota store row", quotaStoreRow, envOpts{noQuotas: true}},
 		{"audit", auditLog, envOpts{}},
+		{"user import", importUsers, envOpts{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ type route struct {
 var routes = buildRoutes([]route{
 	{method: "GET", pattern: "/api/admin/users", fn: (*Handler).listUsers},
 	{method: "POST", pattern: "/api/admin/users", fn: (*Handler).createUser},
+	{method: "POST", pattern: "/api/admin/users/import", fn: (*Handler).importUsers},
 	{method: "GET", pattern: "/api/admin/users/{user_id}", fn: (*Handler).getUser},
 	{method: "PATCH", pattern: "/api/admin/users/{user_id}", fn: (*Handler).updateUser},
 	{method: "DELETE", pattern: "/api/admin/users/{user_id}", fn: (*Handler).deleteUser},
@@ -62,6 +63,13 @@ var routes = buildRoutes([]route{
 	{method: "POST", pattern: "/api/admin/quotas/{user_id}/reset", fn: (*Handler).quotaReset},
 
 	{method: "GET", pattern: "/api/admin/queue", fn: (*Handler).queue},
+	{method: "GET", pattern: "/api/admin/cluster", fn: (*Handler).cluster},
+
+	{method: "GET", pattern: "/api/admin/top-users", fn: (*Handler).topUsers},
+	{method: "GET", pattern: "/api/admin/usage/daily", fn: (*Handler).usageDaily},
+	{method: "GET", pattern: "/api/admin/energy", fn: (*Handler).energy},
+	{method: "GET", pattern: "/api/admin/telemetry/gpus", fn: (*Handler).telemetryGPUs},
+	{method: "GET", pattern: "/api/admin/telemetry/backends", fn: (*Handler).telemetryBackends},
 
 	{method: "GET", pattern: "/api/admin/audit/admin", fn: (*Handler).adminAudit},
 	{method: "GET", pattern: "/api/admin/audit/search", fn: (*Handler).auditSearch},
@@ -70,6 +78,7 @@ var routes = buildRoutes([]route{
 
 	{method: "GET", pattern: "/api/me", fn: (*Handler).me},
 	{method: "GET", pattern: "/api/me/usage", fn: (*Handler).meUsage},
+	{method: "GET", pattern: "/api/me/usage/daily", fn: (*Handler).meUsageDaily},
 	{method: "GET", pattern: "/api/me/api-keys", fn: (*Handler).meKeys},
 	{method: "POST", pattern: "/api/me/api-keys", fn: (*Handler).meCreateKey},
 	{method: "POST", pattern: "/api/me/api-keys/{key_id}/revoke", fn: (*Handler).meRevokeKey},

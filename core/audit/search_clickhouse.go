@@ -26,6 +26,9 @@ var chDialect = dialect{
 	timeParam: "toDateTime(?)",
 	timeArg:   chSeconds,
 	contains:  func(col string) string { return "positionCaseInsensitive(" + col + ", ?) > 0" },
+	day:       func(col string) string { return "toString(toDate(" + col + "))" },
+	int:       func(expr string) string { return "toInt64(" + expr + ")" },
+	float:     func(expr string) string { return "toFloat64(" + expr + ")" },
 }
 
 // chSeconds is a bound of the time range in whole seconds, for 18.16's

@@ -15,6 +15,11 @@ type dialect struct {
 	// contains is a case-insensitive substring test of column against
 	// the next bound argument.
 	contains func(col string) string
+	// day is the UTC date of a time column as "2006-01-02" text; int and
+	// float cast an aggregate to the Int64 and Float64 the scans read
+	// (ClickHouse's sums are unsigned, SQLite's need nothing).
+	day        func(col string) string
+	int, float func(expr string) string
 }
 
 // where builds the WHERE clause of q (with its leading " WHERE ", or "")

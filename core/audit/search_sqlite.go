@@ -21,6 +21,9 @@ var sqliteDialect = dialect{
 	// SQLite's lower() folds ASCII only, as ClickHouse's
 	// positionCaseInsensitive does.
 	contains: func(col string) string { return "instr(lower(" + col + "), lower(?)) > 0" },
+	day:      func(col string) string { return "substr(" + col + ", 1, 10)" },
+	int:      func(expr string) string { return expr },
+	float:    func(expr string) string { return "COALESCE(" + expr + ", 0.0)" },
 }
 
 // sqliteSearcher reads the embedded sink's table, which has one row per

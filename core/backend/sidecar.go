@@ -72,6 +72,33 @@ type nodePoller struct {
 	client   *wire.Client
 	backends []gpuUser
 	state    atomic.Uint32 // sidecarUnknown, sidecarOK, sidecarFailing: log on change
+	last     atomic.Pointer[NodeReading]
+}
+
+// NodeReading is a node sidecar's last answer: every GPU as reported
+// (Info nil when the poll failed, Err saying why). Immutable once
+// published.
+type NodeReading struct {
+	Node   string
+	Polled time.Time
+	Info   *wire.GPUInfo
+	Err    string
+}
+
+// NodeReadings returns the last reading of every node given to SetNodes
+// that was polled since (the telemetry history samples them each round).
+func (r *Registry) NodeReadings() []*NodeReading {
+	set := r.sidecars.Load()
+	if set == nil {
+		return nil
+	}
+	out := make([]*NodeReading, 0, len(set.nodes))
+	for _, p := range set.nodes {
+		if nr := p.last.Load(); nr != nil {
+			out = append(out, nr)
+		}
+	}
+	return out
 }
 
 // gpuUser is a backend on a node and the GPUs it uses (nil: all).
@@ -131,6 +158,7 @@ func (r *Registry) setNodesLocked(nodes []Node) error {
 			// client, and its state so that a change only is logged.
 			p.client = q.client
 			p.state.Store(q.state.Load())
+			p.last.Store(q.last.Load())
 		} else {
 			p.client = wire.NewClient(n.URL, n.Key)
 		}
@@ -218,6 +246,7 @@ func (d *Discoverer) pollNode(ctx context.Context, p *nodePoller) {
 	info, err := p.client.GPUInfo(ctx)
 	now := time.Now()
 	if err != nil {
+		p.last.Store(&NodeReading{Node: p.node.Name, Polled: now, Err: err.Error()})
 		for _, u := range p.backends {
 			u.b.gpu.Store(nil)
 		}
@@ -227,6 +256,7 @@ func (d *Discoverer) pollNode(ctx context.Context, p *nodePoller) {
 		}
 		return
 	}
+	p.last.Store(&NodeReading{Node: p.node.Name, Polled: now, Info: info})
 	missing := 0
 	for _, u := range p.backends {
 		st := gpuStats(p.node.Name, now, info, u.gpus)

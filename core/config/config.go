@@ -49,6 +49,8 @@ type Config struct {
 	Accounts  Accounts  `yaml:"accounts"`
 	Quota     Quota     `yaml:"quota"`
 	Audit     Audit     `yaml:"audit"`
+	// Telemetry keeps the history of GPU and backend readings.
+	Telemetry Telemetry `yaml:"telemetry"`
 	Scheduler Scheduler `yaml:"scheduler"`
 	Retries   Retries   `yaml:"retries"`
 	Breaker   Breaker   `yaml:"breaker"`
@@ -58,6 +60,8 @@ type Config struct {
 	// Models are per-model settings (models.go), keyed by model name or a
 	// name prefix ending in "*": thinking_default.
 	Models map[string]ModelSettings `yaml:"models"`
+	// Console is the web console (console.go): on by default at /console/.
+	Console Console `yaml:"console"`
 
 	// dir is the directory relative paths resolve against.
 	dir string
@@ -432,6 +436,21 @@ type Audit struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
+// Telemetry is the history of the sidecars' GPU readings and the
+// backends' health, in flight and latency, sampled once per discovery
+// round (core/telemetry): in ClickHouse when audit.clickhouse is set,
+// else in the accounts store.
+type Telemetry struct {
+	// Enabled keeps the history (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Retention is how long samples are kept (default 168h, 7 days; at
+	// least 1h).
+	Retention Duration `yaml:"retention"`
+}
+
+// TelemetryOn reports telemetry.enabled (default true).
+func (c *Config) TelemetryOn() bool { return c.Telemetry.Enabled == nil || *c.Telemetry.Enabled }
+
 // AuditClickHouse is a ClickHouse server (native protocol).
 type AuditClickHouse struct {
 	Addr     []string `yaml:"addr"` // host:9000
@@ -553,10 +572,12 @@ func Default() *Config {
 			MaxStoredBytes: 128 << 20, MaxStoredItems: 10000},
 		Audit: Audit{Spool: "audit-spool", Embedded: "audit.db", MaxContentBytes: 64 << 10, ContentRetention: Duration(720 * time.Hour),
 			ClickHouse: AuditClickHouse{Database: "mindrouter"}},
+		Telemetry: Telemetry{Retention: Duration(7 * 24 * time.Hour)},
 		Quota: Quota{RedisDown: "local", Lease: Duration(time.Second), PersistInterval: Duration(10 * time.Second),
 			DefaultMaxTokens: 4096},
-		CORS: defaultCORS(),
-		dir:  ".",
+		CORS:    defaultCORS(),
+		Console: defaultConsole(),
+		dir:     ".",
 	}
 }
 
@@ -652,6 +673,7 @@ func (c *Config) Validate() error {
 	c.validateNodes(add)
 	c.validateCORS(add)
 	c.validateModels(add)
+	c.validateConsole(add)
 	if c.Limits.MaxBodyBytes < 1024 {
 		add("limits.max_body_bytes: must be >= 1024")
 	}
@@ -854,6 +876,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Audit.Retention.D(); r > 0 && r < time.Hour || c.Audit.ContentRetention.D() > 0 && c.Audit.ContentRetention.D() < time.Hour {
 		add("audit.retention, audit.content_retention: at least 1h (or 0 to keep)")
+	}
+	if r := c.Telemetry.Retention.D(); r < time.Hour {
+		add("telemetry.retention: at least 1h (telemetry.enabled: false keeps no history)")
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

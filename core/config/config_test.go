@@ -73,6 +73,22 @@ backends:
 		{"cors bad header", "cors: {allowed_origins: ['*'], expose_headers: ['a b']}\n", "cors.expose_headers[0]"},
 		{"cors long max age", "cors: {allowed_origins: ['*'], max_age: 48h}\n", "cors.max_age"},
 		{"cors credentials while off", "cors: {allow_credentials: true}\n", "cors.allow_credentials: needs"},
+		{"telemetry", "telemetry: {enabled: false, retention: 720h}\n", ""},
+		{"telemetry retention under an hour", "telemetry: {retention: 10m}\n", "telemetry.retention: at least 1h"},
+		{"unknown telemetry key", "telemetry: {interval: 5s}\n", "interval"},
+		{"console off", "console: {enabled: false}\n", ""},
+		{"console own listener and prefix", "console: {listen: '127.0.0.1:8081', prefix: /ui/}\n", ""},
+		{"console prefix without slash", "console: {prefix: /console}\n", "console.prefix"},
+		{"console prefix root", "console: {prefix: /}\n", "console.prefix"},
+		{"console prefix over the API", "console: {prefix: /v1/console/}\n", "overlaps"},
+		{"console listen on the API's address", "listen: 127.0.0.1:9000\nconsole: {listen: '127.0.0.1:9000'}\n", "console.listen"},
+		{"console idle beyond max", "console: {session_idle: 48h, session_max: 24h}\n", "console.session_idle"},
+		{"console zero max", "console: {session_max: 0s}\n", "console.session_max"},
+		{"console oidc", "console: {oidc: {issuer: 'https://sso.uni.example/realms/uni', client_id: mindrouter, redirect_url: 'https://ai.uni.example/console/login/callback', groups_claim: groups, group_map: {cs: students}, email_domains: {uni.example: staff}, default_group: students}}\n", ""},
+		{"console oidc without client id", "console: {oidc: {issuer: 'https://sso.uni.example', redirect_url: 'https://ai.uni.example/console/login/callback'}}\n", "console.oidc.client_id"},
+		{"console oidc bad redirect", "console: {oidc: {issuer: 'https://sso.uni.example', client_id: x, redirect_url: 'https://ai.uni.example/callback'}}\n", "console.oidc.redirect_url"},
+		{"console oidc group map without claim", "console: {oidc: {issuer: 'https://sso.uni.example', client_id: x, redirect_url: 'https://ai.uni.example/console/login/callback', group_map: {cs: students}}}\n", "groups_claim"},
+		{"console oidc upper-case domain", "console: {oidc: {issuer: 'https://sso.uni.example', client_id: x, redirect_url: 'https://ai.uni.example/console/login/callback', email_domains: {Uni.Example: staff}}}\n", "console.oidc.email_domains"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

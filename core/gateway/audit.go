@@ -20,6 +20,7 @@ type auditPart struct {
 	rec       *audit.Recorder
 	search    audit.Searcher
 	conn      driver.Conn // the reader's ClickHouse connection; nil: embedded
+	database  string      // ClickHouse's database
 	cancel    context.CancelFunc
 	done      chan struct{}
 	pruned    chan struct{} // the embedded sink's pruner ended; nil: none
@@ -55,6 +56,7 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 		}
 		a.conn = conn
 		db := orDefault(ch.Database, "mindrouter")
+		a.database = db
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := audit.MigrateClickHouse(vctx, conn, db); err != nil {
 			log.Warn("audit: ClickHouse tables not checked at start (the writer retries); analysts' views not created", "error", err.Error())

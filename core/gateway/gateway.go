@@ -41,6 +41,10 @@ type Gateway struct {
 	Addr net.Addr
 	// MetricsAddr is where /metrics is served when metrics.listen is set.
 	MetricsAddr net.Addr
+	// ConsoleAddr is where the console is served when console.listen is
+	// set (else on Addr, under console.prefix).
+	ConsoleAddr net.Addr
+	console     *consoleFront // nil: console.enabled is false
 	metrics     *fasthttp.Server
 	Server      *server.Server
 	Host        *pluginhost.Host
@@ -144,6 +148,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		observers = append(append([]outcome.Observer(nil), observers...), aud.rec)
 		searcher = aud.search
 	}
+	tel := openTelemetry(o.Config, aud, acct.st, reg, o.Replica, log)
 	admitter, kick, fleetC := newScheduler(o.Config, reg, aud != nil, acct.rdb, o.Replica, log)
 	metrics := []func(io.Writer){queueMetrics(admitter, reg)}
 	if aud != nil {
@@ -171,6 +176,9 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	// The audit closes after the listener drained: the last requests are
 	// recorded (or left in the spool for the next start).
 	auditC := &funcComponent{name: "audit", start: func(context.Context) error { return nil }, close: aud.close}
+	// The telemetry recorder writes to the audit's ClickHouse connection
+	// or the store: it closes before either (components close in reverse).
+	telC := &funcComponent{name: "telemetry", start: func(ctx context.Context) error { tel.start(ctx); return nil }, close: tel.close}
 	// The gateway's own context outlives the caller's: a signal that asks
 	// the process to stop must let open requests finish (Close drains them
 	// first), not cancel their plugin calls mid-way.
@@ -197,7 +205,7 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 	discC := &funcComponent{name: "discovery",
 		start: func(context.Context) error {
 			disc = backend.NewDiscoverer(reg, g.Host, o.Config.Discovery.Timeout.D(), log)
-			disc.AfterRound, disc.BeforeRound = kick, live.sync
+			disc.AfterRound, disc.BeforeRound = tel.afterRound(kick), live.sync
 			live.disc = disc
 			dctx, stop := context.WithCancel(gctx)
 			done := make(chan struct{})
@@ -213,17 +221,29 @@ func Start(ctx context.Context, o Options) (*Gateway, error) {
 		},
 		close: func(context.Context) error { g.stopDiscovery(); return nil },
 	}
-	if err := g.life.start(ctx, acctC, auditC, fleetC, hostC, discC); err != nil {
+	if err := g.life.start(ctx, acctC, auditC, telC, fleetC, hostC, discC); err != nil {
 		g.abort()
 		return nil, err
 	}
 	queueView, _ := admitter.(admin.Queue) // nil for least_loaded
 	acct.admin = admin.New(admin.Options{Store: acct.st, Keys: acct.authn, Quotas: acct.limiter, Backends: live,
-		Audit: searcher, Queue: queueView, Log: log})
+		Audit: searcher, Queue: queueView, Telemetry: tel.reader(), Cluster: clusterView{reg}, Log: log})
+	if g.console, err = newConsole(gctx, o.Config, acct, searcher, reg, apiTLS != nil, log); err != nil {
+		g.abort()
+		return nil, err
+	}
+	var consoleOnAPI server.Console // no typed nil in the interface
+	if g.console != nil && o.Config.Console.Listen == "" {
+		consoleOnAPI = g.console
+	}
 	g.Server = server.New(gctx, server.Options{Config: o.Config, Host: g.Host, Registry: reg, Auth: acct.authn,
 		Limiter: limiter{acct.limiter}, Admin: adminAPI{acct.admin}, Admitter: admitter, RecordDecisions: aud != nil,
-		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics})
+		Keeper: newKeeper(gctx, o.Config, acct.st, log), Logger: log, Observers: observers, Metrics: metrics,
+		Console: consoleOnAPI, ConsolePrefix: o.Config.Console.Prefix})
 	var comps []Component
+	if addr := o.Config.Console.Listen; addr != "" && g.console != nil {
+		comps = append(comps, consoleListener(g, g.console, addr, apiTLS))
+	}
 	if addr := o.Config.Metrics.Listen; addr != "" {
 		comps = append(comps, &funcComponent{name: "metrics-listener",
 			start: func(context.Context) error {

@@ -38,6 +38,7 @@ func (g *Gateway) logStarted(o Options, apiTLS, metTLS bool) {
 		store,
 		slog.Group("audit", auditSinkAttrs(cfg.AuditOn(), cfg.Audit.ClickHouse.Addr, absPath(cfg.DataPath(cfg.Audit.Embedded)), absPath(cfg.DataPath(cfg.Audit.Spool)))...),
 		slog.Group("listeners", g.listenerAttrs(apiTLS, metTLS)...),
+		slog.String("console", g.consoleURL(cfg, apiTLS)),
 		slog.Any("plugins", g.pluginVersions()),
 		slog.Int("backends", len(g.Reg.Backends())),
 		slog.Int("pid", os.Getpid()),

@@ -43,6 +43,8 @@ type ownChains struct {
 	noRoute, unserved chain
 	// probe serves a plugin's public models routes (probe.go): no key.
 	probe chain
+	// console serves the web console (console.go): its own sessions.
+	console chain
 }
 
 func (s *Server) buildOwnChains() ownChains {
@@ -67,6 +69,7 @@ func (s *Server) buildOwnChains() ownChains {
 		noRoute:  chain{stages: []stage{noRoute{}}, fail: failRoute},
 		unserved: chain{stages: []stage{unserved{}}, fail: failRoute},
 		probe:    chain{stages: []stage{probe{}}, fail: failRoute},
+		console:  chain{stages: []stage{serveConsole{s.console}}, fail: failBare, bare: true},
 	}
 }
 
@@ -86,6 +89,9 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx) (chain, *route) {
 		if s.cfg.Metrics.Listen == "" { // else served on its own listener only: 404 here
 			return s.own.metrics, nil
 		}
+	}
+	if s.console != nil && s.console.Handles(path) {
+		return s.own.console, nil
 	}
 	if s.admin != nil && s.admin.Handles(path) {
 		return s.own.admin, nil

@@ -18,7 +18,11 @@
 //   - the Keeper's Responses and Conversations state: authenticate,
 //     limit, read, serve;
 //   - /healthz, /readyz, /status and /metrics: one serve stage, no
-//     exchange.
+//     exchange;
+//   - the web console under its prefix (console.go): one serve stage, no
+//     exchange (it has its own sessions); a browser's GET / or /admin
+//     (Accept: text/html) is redirected there, an API client's GET / is
+//     not (Ollama's probe).
 //
 // The same resolution answers "Expect: 100-continue", with the checks
 // each chain makes before it reads a body.
@@ -82,6 +86,8 @@ type Server struct {
 	limiter   Limiter
 	admitter  sched.Admitter
 	admin     Admin
+	console   Console // the web console (nil: none on this listener)
+	consoleAt string  // its prefix, where browsers asking for / go
 	keeper    Keeper
 	observers []outcome.Observer
 	starters  []outcome.Starter // the observers told at admission too (started.go)
@@ -128,6 +134,10 @@ type Options struct {
 	Admitter sched.Admitter // nil: sched.NewLeastLoaded over Registry
 	Admin    Admin          // nil: no account or admin API
 	Keeper   Keeper         // nil: the Responses API keeps no state
+	// Console serves the web console under ConsolePrefix (nil: none on
+	// this listener).
+	Console       Console
+	ConsolePrefix string
 	// RecordDecisions asks the Admitter for its decisions (sched.Decision)
 	// and hands them to the observers as JSON (the audit).
 	RecordDecisions bool
@@ -143,6 +153,7 @@ type Options struct {
 func New(ctx context.Context, o Options) *Server {
 	s := &Server{cfg: o.Config, log: o.Logger.With("component", "server"), host: o.Host,
 		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin, keeper: o.Keeper,
+		console: o.Console, consoleAt: o.ConsolePrefix,
 		observers: o.Observers, extraMet: o.Metrics, met: newMetrics(), baseCtx: ctx}
 	if s.limiter == nil {
 		s.limiter = NoLimits{}
@@ -236,6 +247,9 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWith
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if s.cors != nil && s.cors.handle(ctx) {
 		return // a preflight: answered before any chain, as it carries no key
+	}
+	if s.browserHome(ctx) {
+		return
 	}
 	c, rt := s.resolve(ctx)
 	if c.bare {

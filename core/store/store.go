@@ -249,3 +249,18 @@ type Store interface {
 	RecordAdmin(ctx context.Context, e *AdminEvent) error
 	AdminEvents(ctx context.Context, offset, limit int) ([]AdminEvent, error) // newest first
 }
+
+// Sessions keeps the web console's sessions (core/console) when no Redis
+// does: opaque records by the SHA-256 of their token, each with the time
+// it may be deleted. sqlstore implements it (migration 0006); it is apart
+// from Store so that stores without it still serve the API.
+type Sessions interface {
+	// PutSession inserts or replaces the record of idHash.
+	PutSession(ctx context.Context, idHash, data []byte, expires time.Time) error
+	// Session returns the record of idHash, ErrNotFound when there is none
+	// or it expired before now.
+	Session(ctx context.Context, idHash []byte, now time.Time) ([]byte, error)
+	DeleteSession(ctx context.Context, idHash []byte) error
+	// PruneSessions deletes the records that expired before now.
+	PruneSessions(ctx context.Context, now time.Time) (int64, error)
+}

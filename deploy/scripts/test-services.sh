@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the real servers the tests start on loopback (Redis, MariaDB,
-# ClickHouse), promtool (Debian's prometheus package) and docker-compose
+# ClickHouse), Chromium (the console's browser tests), promtool (Debian's prometheus package) and docker-compose
 # (for make deploy-check) when they are missing. Debian packages; run as root or with sudo. The
 # tests start and stop their own server processes (core/internal/testsvc);
 # the packages' system services are not used.
@@ -12,6 +12,8 @@ command -v redis-sentinel >/dev/null 2>&1 || need="$need redis-sentinel"
 { command -v clickhouse-server >/dev/null 2>&1 || [ -x /usr/sbin/clickhouse-server ]; } || need="$need clickhouse-server"
 # promtool (make deploy-check: the alert rules and their unit tests).
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
+# Chromium (core/console's browser tests, driven headless by chromedp).
+{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } || need="$need chromium"
 # docker-compose (make deploy-check: `docker-compose config` on deploy/compose).
 command -v docker-compose >/dev/null 2>&1 || need="$need docker-compose"
 [ -z "$need" ] && exit 0

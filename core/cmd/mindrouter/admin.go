@@ -47,6 +47,10 @@ audit log with actor "cli". --json prints the API's JSON instead of a table.
                  [--weight W|default] [--models PATTERNS|default]
                  (default: back to the group's value; --models '' allows every model)
   users delete   USER
+  users import   FILE.csv [--dry-run]
+                 columns username,email,group (required), full_name, is_active and the
+                 *_override columns, model_access; nothing is created if a line is refused
+                 (--dry-run shows every line's result; docs/admin-api.md, Bulk import)
   keys create    USER [--name NAME] [--scopes inference,admin,audit] [--expires TIME|never]
   keys import    USER --prefix mr2_XXXXXXXX --hash '$argon2id$…' [--name NAME] [--scopes …] [--expires …]
                  a key from another system (the reference's api_keys row), kept as Argon2id
@@ -337,6 +341,19 @@ var adminCommands = map[string]adminCommand{
 			return jsonReq("PATCH", "/api/admin/users/"+itoa(id), body), err
 		}, show: showPath("user")},
 	"users delete": {args: 1, build: onUser("DELETE", "/api/admin/users/%d"), show: showObject},
+	"users import": {args: 1, flags: fieldSpecs{{"dry-run", "dry_run", "bool"}},
+		build: func(_ context.Context, _ *adminEnv, args []string, f map[string]any) (admin.Request, error) {
+			raw, err := os.ReadFile(args[0])
+			if err != nil {
+				return admin.Request{}, fmt.Errorf("read the CSV file: %w", err)
+			}
+			q := url.Values{}
+			if f["dry_run"] == true {
+				q.Set("dry_run", "1")
+			}
+			return admin.Request{Method: "POST", Path: "/api/admin/users/import", Query: q, Body: raw}, nil
+		},
+		show: showList("lines", []string{"line", "username", "group", "status", "user_id", "error"})},
 	"keys create": {args: 1, flags: fieldSpecs{{"name", "name", "string"}, {"scopes", "scopes", "csv"}, {"expires", "expires_at", "time"}},
 		build: func(ctx context.Context, a *adminEnv, args []string, body map[string]any) (admin.Request, error) {
 			id, err := userID(ctx, a.st, args[0])

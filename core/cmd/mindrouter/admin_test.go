@@ -378,3 +378,27 @@ func TestAdminCmd_ModelAccess(t *testing.T) {
 	}
 	c.fails("model_access: pattern 0: must not contain spaces", "groups", "update", "lab", "--models", "a\tb")
 }
+
+// users import reads a CSV file and imports it through the API's route:
+// the dry run creates nothing, a refused line refuses the whole file.
+func TestAdminCmd_UsersImport(t *testing.T) {
+	c := newCLI(t, "")
+	csv := filepath.Join(t.TempDir(), "users.csv")
+	if err := os.WriteFile(csv, []byte("username,email,group,rpm_limit_override\nzoe,zoe@example.edu,students,5\nyan,yan@example.edu,staff,\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("users", "import", csv, "--dry-run"); strings.Count(out, " ok ") != 2 || !strings.Contains(out, "(2 in all)") {
+		t.Fatalf("dry run:\n%s", out)
+	}
+	if out := c.ok("users", "list", "--search", "zoe"); strings.Contains(out, "zoe@") {
+		t.Fatalf("a dry run created zoe:\n%s", out)
+	}
+	if out := c.ok("users", "import", csv); strings.Count(out, "created") != 2 {
+		t.Fatalf("import:\n%s", out)
+	}
+	if out := c.ok("users", "list", "--search", "zoe"); !strings.Contains(out, "zoe@example.edu") {
+		t.Fatalf("zoe not created:\n%s", out)
+	}
+	c.fails("2 of 2 lines refused, nothing was created: line 2: Username 'zoe' already exists", "users", "import", csv)
+	c.fails("read the CSV file", "users", "import", filepath.Join(t.TempDir(), "missing.csv"))
+}

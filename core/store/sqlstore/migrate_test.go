@@ -34,9 +34,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-var tables = []string{"admin_events", "api_keys", "backends", "conversation_blob_refs", "conversation_item_sizes", "conversation_items", "conversations",
-	"group_model_access", "nodes", "response_blob_refs", "response_blobs", "response_sizes", "schema_migrations", "stored_responses", "user_groups",
-	"user_model_access", "user_usage", "users"}
+var tables = []string{"admin_events", "api_keys", "backends", "console_sessions", "conversation_blob_refs", "conversation_item_sizes", "conversation_items", "conversations",
+	"group_model_access", "nodes", "response_blob_refs", "response_blobs", "response_sizes", "schema_migrations", "stored_responses",
+	"telemetry_backends", "telemetry_gpus", "user_groups", "user_model_access", "user_usage", "users"}
 
 func TestMigrate_UpFromEmpty(t *testing.T) {
 	for dialect, open := range dialects(t) {

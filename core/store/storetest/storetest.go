@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Blobs", testBlobs},
 		{"DeleteExpired", testDeleteExpired},
 		{"StoredUsage", testStoredUsage},
+		{"Sessions", testSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each on its own database

@@ -1,0 +1,76 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/mindrouter/mindrouter/core/audit"
+)
+
+// DayUsage is one model's tokens on one UTC day.
+type DayUsage struct {
+	Day    time.Time // midnight UTC
+	Model  string
+	Tokens int64
+}
+
+// UsageSource reads a user's tokens per day and model over the last days
+// days (today included), ordered by day then model.
+type UsageSource interface {
+	UsageByDay(ctx context.Context, userID int64, days int) ([]DayUsage, error)
+}
+
+// AuditUsage sums the request audit (ClickHouse or the embedded sink)
+// through its Searcher: prompt plus completion tokens of every request.
+// It reads at most maxUsageRows requests, the newest.
+func AuditUsage(s audit.Searcher, now func() time.Time) UsageSource {
+	return &auditUsage{s: s, now: now}
+}
+
+type auditUsage struct {
+	s   audit.Searcher
+	now func() time.Time
+}
+
+// maxUsageRows bounds the rows one chart reads.
+const maxUsageRows = 20 * audit.MaxLimit
+
+func (a *auditUsage) UsageByDay(ctx context.Context, userID int64, days int) ([]DayUsage, error) {
+	end := a.now().UTC()
+	from := end.Truncate(24*time.Hour).AddDate(0, 0, -(days - 1))
+	type k struct {
+		day   int64
+		model string
+	}
+	sum := map[k]int64{}
+	for skip := 0; skip < maxUsageRows; skip += audit.MaxLimit {
+		evs, total, err := a.s.Search(ctx, audit.Query{UserID: userID, From: from, Skip: skip, Limit: audit.MaxLimit})
+		if err != nil {
+			return nil, fmt.Errorf("read the audit of user %d: %w", userID, err)
+		}
+		for i := range evs {
+			e := &evs[i]
+			t := int64(e.PromptTokens) + int64(e.CompletionTokens)
+			if t == 0 {
+				continue
+			}
+			sum[k{e.Time.UTC().Truncate(24 * time.Hour).Unix(), e.Model}] += t
+		}
+		if skip+len(evs) >= total || len(evs) == 0 {
+			break
+		}
+	}
+	out := make([]DayUsage, 0, len(sum))
+	for key, v := range sum {
+		out = append(out, DayUsage{Day: time.Unix(key.day, 0).UTC(), Model: key.model, Tokens: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Day.Equal(out[j].Day) {
+			return out[i].Day.Before(out[j].Day)
+		}
+		return out[i].Model < out[j].Model
+	})
+	return out, nil
+}
