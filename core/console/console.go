@@ -240,6 +240,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, rq *Request, stat
 	c.render(w, r, rq, status, "error.html", "Error", map[string]any{"Status": status, "Message": msg})
 }
 
+// flashes are the notes a redirect may ask a page to show (?done=...): a
+// fixed set, so a link cannot put words of its own on a console page.
+var flashes = map[string]string{"revoked": "Key revoked.", "saved": "Saved.", "created": "Created.", "deleted": "Deleted.", "imported": "Imported."}
+
 // view is what every template gets.
 type view struct {
 	Title   string
@@ -259,7 +263,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, rq *Request, st
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	v := view{Title: title, Prefix: c.prefix, Req: rq, Data: data, Flash: r.URL.Query().Get("flash"), OIDC: c.oidc != nil}
+	v := view{Title: title, Prefix: c.prefix, Req: rq, Data: data, Flash: flashes[r.URL.Query().Get("done")], OIDC: c.oidc != nil}
 	var b strings.Builder
 	if err := t.ExecuteTemplate(&b, "layout.html", v); err != nil {
 		c.log.Error("console: render", "page", name, "err", err.Error())

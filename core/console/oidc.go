@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,8 +91,16 @@ func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request, rq *Request)
 		c.fail(w, r, rq, http.StatusServiceUnavailable, "Sessions cannot be stored right now; retry shortly.")
 		return
 	}
+	// The state is bound to this browser too, so a callback link made for
+	// another browser (an attacker's own sign-in) cannot sign this one in.
+	// Lax: the provider's redirect back is a top-level GET from its site.
+	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: state, Path: c.prefix + "login", HttpOnly: true,
+		Secure: c.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(pendingTTL / time.Second)})
 	http.Redirect(w, r, oc.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(p.Verifier)), http.StatusFound)
 }
+
+// stateCookie holds the state of the browser's sign-in under way.
+const stateCookie = "mindrouter_console_oidc"
 
 // oidcCallback finishes a sign-in: the state must be one this console
 // issued (once), the code is exchanged with the verifier, the ID token
@@ -107,7 +116,14 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request, rq *Reque
 		return
 	}
 	ctx := r.Context()
-	p, err := c.sess.takePending(ctx, q.Get("state"))
+	state := q.Get("state")
+	ck, cerr := r.Cookie(stateCookie)
+	if cerr != nil || state == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(state)) != 1 {
+		c.showLogin(w, r, rq, http.StatusBadRequest, "This sign-in was not started in this browser; start again.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: stateCookie, Path: c.prefix + "login", MaxAge: -1})
+	p, err := c.sess.takePending(ctx, state)
 	if err != nil {
 		c.showLogin(w, r, rq, http.StatusBadRequest, "This sign-in link is unknown, used or expired; start again.")
 		return

@@ -3,7 +3,10 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -171,5 +174,56 @@ func adminPatch(t *testing.T, e *env, path, body string) {
 		var d map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&d)
 		t.Fatalf("PATCH %s: %d %v", path, resp.StatusCode, d)
+	}
+}
+
+// TestConsole_SSOStateBoundToBrowser: an attacker's own sign-in, stopped
+// at the provider's redirect back, cannot sign a victim's browser in as
+// the attacker (login CSRF): the state must come with the browser that
+// started the flow.
+func TestConsole_SSOStateBoundToBrowser(t *testing.T) {
+	e, _ := ssoEnv(t, idpUser{ID: "m", Email: "mallory@campus.example", Groups: []string{"cs-students"}})
+	jar, _ := cookiejar.New(nil)
+	var callback string
+	attacker := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		if strings.HasSuffix(r.URL.Path, "/console/login/callback") {
+			callback = r.URL.String()
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	resp, err := attacker.Get(e.console("login/oidc")) // ends at the provider's login form
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Request.URL.Query().Get("authRequestID")
+	resp, err = attacker.PostForm(resp.Request.URL.Scheme+"://"+resp.Request.URL.Host+"/login/username",
+		url.Values{"id": {id}, "username": {"mallory@campus.example"}, "password": {idpPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if callback == "" {
+		t.Fatalf("the provider did not redirect back (%d at %s)", resp.StatusCode, resp.Request.URL)
+	}
+	tab := newTab(t)
+	run(t, tab, chromedp.Navigate(callback), chromedp.WaitVisible(chromedp.ID("error")))
+	if s := text(t, tab, "#error"); !strings.Contains(s, "not started in this browser") {
+		t.Fatalf("victim's browser: %q", s)
+	}
+	run(t, tab, chromedp.Navigate(e.console("")))
+	if loc := get(t, tab, chromedp.Location()); !strings.Contains(loc, "/console/login") {
+		t.Fatalf("the victim's browser is signed in (at %s)", loc)
+	}
+	// The attacker's own browser (with the state cookie) still completes.
+	resp, err = attacker.Get(callback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/console/" || !strings.Contains(string(b), `id="tokens"`) {
+		t.Fatalf("the browser that started the flow ended at %s (%d), not the home page", resp.Request.URL, resp.StatusCode)
 	}
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -166,7 +165,7 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, rq *Request)
 		c.apiFail(w, r, rq, err)
 		return
 	}
-	http.Redirect(w, r, c.prefix+"keys?flash="+url.QueryEscape("Key revoked."), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+"keys?done=revoked", http.StatusSeeOther)
 }
 
 type requestsView struct {
