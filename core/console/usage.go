@@ -22,11 +22,45 @@ type UsageSource interface {
 	UsageByDay(ctx context.Context, userID int64, days int) ([]DayUsage, error)
 }
 
-// AuditUsage sums the request audit (ClickHouse or the embedded sink)
-// through its Searcher: prompt plus completion tokens of every request.
-// It reads at most maxUsageRows requests, the newest.
+// AuditUsage sums the request audit (ClickHouse or the embedded sink):
+// prompt plus completion tokens of every request. A sink that can
+// aggregate (audit.Aggregator: both built-in sinks) answers with one
+// GROUP BY; another is read through its Searcher, at most maxUsageRows
+// requests, the newest.
 func AuditUsage(s audit.Searcher, now func() time.Time) UsageSource {
+	if agg, ok := s.(audit.Aggregator); ok {
+		return &aggUsage{agg: agg, now: now}
+	}
 	return &auditUsage{s: s, now: now}
+}
+
+type aggUsage struct {
+	agg audit.Aggregator
+	now func() time.Time
+}
+
+func (a *aggUsage) UsageByDay(ctx context.Context, userID int64, days int) ([]DayUsage, error) {
+	y, m, d := a.now().UTC().Date()
+	to := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	rows, err := a.agg.Usage(ctx, audit.UsageQuery{UserID: userID, From: to.AddDate(0, 0, -days), To: to, By: audit.ByDay | audit.ByModel})
+	if err != nil {
+		return nil, fmt.Errorf("sum the audit of user %d by day: %w", userID, err)
+	}
+	out := make([]DayUsage, 0, len(rows))
+	for _, r := range rows {
+		day, err := time.Parse(time.DateOnly, r.Day)
+		if err != nil || r.Tokens == 0 {
+			continue
+		}
+		out = append(out, DayUsage{Day: day, Model: r.Model, Tokens: r.Tokens})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Day.Equal(out[j].Day) {
+			return out[i].Day.Before(out[j].Day)
+		}
+		return out[i].Model < out[j].Model
+	})
+	return out, nil
 }
 
 type auditUsage struct {
