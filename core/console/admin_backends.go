@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 )
 
-// The backends and nodes page: register a backend or a node, change a
-// backend's priority, concurrency and node, refresh a node. Live state
-// and drain/enable are on the cluster page.
+// The backends and nodes page: register, edit and delete a backend or a
+// node, refresh a node. Live state and drain/enable are on the cluster
+// page.
 func init() {
 	adminNav = append(adminNav, NavLink{Path: "admin/backends", Label: "Backends", Need: RoleAudit})
 	adminPages = append(adminPages, func(c *Console) {
@@ -19,6 +18,9 @@ func init() {
 		c.page("POST /admin/backends", RoleAdmin, c.adminRegisterBackend)
 		c.page("POST /admin/backends/{id}", RoleAdmin, c.adminUpdateBackend)
 		c.page("POST /admin/nodes", RoleAdmin, c.adminRegisterNode)
+		c.page("POST /admin/backends/{id}/delete", RoleAdmin, c.adminDeleteBackend)
+		c.page("POST /admin/nodes/{id}", RoleAdmin, c.adminUpdateNode)
+		c.page("POST /admin/nodes/{id}/delete", RoleAdmin, c.adminDeleteNode)
 		c.page("POST /admin/nodes/{id}/refresh", RoleAdmin, c.adminRefreshNode)
 	})
 }
@@ -88,9 +90,10 @@ func (c *Console) adminBackends(w http.ResponseWriter, r *http.Request, rq *Requ
 
 // backendsDone redirects after a change, or shows the page again with the
 // API's refusal.
-func (c *Console) backendsDone(w http.ResponseWriter, r *http.Request, rq *Request, err error, flash string) {
+// done is a key of flashes.
+func (c *Console) backendsDone(w http.ResponseWriter, r *http.Request, rq *Request, err error, done string) {
 	if err == nil {
-		http.Redirect(w, r, c.prefix+"admin/backends?flash="+url.QueryEscape(flash), http.StatusSeeOther)
+		http.Redirect(w, r, c.prefix+"admin/backends?done="+done, http.StatusSeeOther)
 		return
 	}
 	var ae *APIError
@@ -127,7 +130,7 @@ func (c *Console) adminRegisterBackend(w http.ResponseWriter, r *http.Request, r
 	if err == nil {
 		err = rq.API(r.Context(), "POST", "/api/admin/backends/register", nil, body, nil)
 	}
-	c.backendsDone(w, r, rq, unjoin(err), "Backend registered; it is probed now.")
+	c.backendsDone(w, r, rq, unjoin(err), "backend-registered")
 }
 
 func (c *Console) adminUpdateBackend(w http.ResponseWriter, r *http.Request, rq *Request) {
@@ -158,7 +161,7 @@ func (c *Console) adminUpdateBackend(w http.ResponseWriter, r *http.Request, rq 
 	if err == nil {
 		err = rq.API(r.Context(), "PATCH", "/api/admin/backends/"+r.PathValue("id"), nil, body, nil)
 	}
-	c.backendsDone(w, r, rq, unjoin(err), "Backend saved.")
+	c.backendsDone(w, r, rq, unjoin(err), "backend-saved")
 }
 
 func (c *Console) adminRegisterNode(w http.ResponseWriter, r *http.Request, rq *Request) {
@@ -170,12 +173,52 @@ func (c *Console) adminRegisterNode(w http.ResponseWriter, r *http.Request, rq *
 		body["sidecar_key"] = k // write-only: never shown again
 	}
 	err := rq.API(r.Context(), "POST", "/api/admin/nodes", nil, body, nil)
-	c.backendsDone(w, r, rq, err, "Node registered; refresh it to start polling its sidecar.")
+	c.backendsDone(w, r, rq, err, "node-registered")
 }
 
 func (c *Console) adminRefreshNode(w http.ResponseWriter, r *http.Request, rq *Request) {
 	err := rq.API(r.Context(), "POST", "/api/admin/nodes/"+r.PathValue("id")+"/refresh", nil, nil, nil)
-	c.backendsDone(w, r, rq, err, "Node refreshed: the gateway polls its sidecar.")
+	c.backendsDone(w, r, rq, err, "node-refreshed")
+}
+
+// adminUpdateNode applies a node's edit form: name, sidecar URL (empty:
+// none), status, and the sidecar key only when one is typed (it is
+// write-only; "clear" removes it).
+func (c *Console) adminUpdateNode(w http.ResponseWriter, r *http.Request, rq *Request) {
+	body := map[string]any{"name": strings.TrimSpace(r.PostFormValue("name")), "sidecar_url": strings.TrimSpace(r.PostFormValue("sidecar_url"))}
+	if s := r.PostFormValue("status"); s != "" {
+		body["status"] = s
+	}
+	if r.PostFormValue("clear_key") == "1" {
+		body["sidecar_key"] = ""
+	} else if k := r.PostFormValue("sidecar_key"); k != "" {
+		body["sidecar_key"] = k
+	}
+	err := rq.API(r.Context(), "PATCH", "/api/admin/nodes/"+r.PathValue("id"), nil, body, nil)
+	c.backendsDone(w, r, rq, err, "node-saved")
+}
+
+// adminDeleteNode deletes a node; the API refuses one that backends are
+// still placed on, and the page shows why.
+func (c *Console) adminDeleteNode(w http.ResponseWriter, r *http.Request, rq *Request) {
+	err := rq.API(r.Context(), "DELETE", "/api/admin/nodes/"+r.PathValue("id"), nil, nil, nil)
+	c.backendsDone(w, r, rq, err, "node-deleted")
+}
+
+// adminDeleteBackend deletes a backend from the store and the live
+// registry (one from the config file comes back at the next start).
+func (c *Console) adminDeleteBackend(w http.ResponseWriter, r *http.Request, rq *Request) {
+	var out struct {
+		Applied    *bool  `json:"applied"`
+		ApplyError string `json:"apply_error"`
+	}
+	err := rq.API(r.Context(), "DELETE", "/api/admin/backends/"+r.PathValue("id"), nil, nil, &out)
+	done := "backend-deleted"
+	if err == nil && out.Applied != nil && !*out.Applied {
+		c.log.Warn("console: backend deleted from the store, not from the registry", "backend", r.PathValue("id"), "err", out.ApplyError)
+		done = "backend-unapplied"
+	}
+	c.backendsDone(w, r, rq, err, done)
 }
 
 // unjoin returns the first APIError of a joined error (form checks), or

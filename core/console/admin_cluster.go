@@ -242,9 +242,10 @@ func (c *Console) adminBackendAction(w http.ResponseWriter, r *http.Request, rq 
 		c.apiFail(w, r, rq, err)
 		return
 	}
-	msg := "Backend " + action + ": done."
+	done := "backend-" + action
 	if e := out.ApplyError + out.Error; e != "" {
-		msg = "Backend " + action + ": stored, but " + e
+		c.log.Warn("console: backend action stored, not applied", "backend", id, "action", action, "err", e)
+		done = "backend-unapplied"
 	}
-	http.Redirect(w, r, c.prefix+"admin/cluster?flash="+url.QueryEscape(msg), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+"admin/cluster?done="+done, http.StatusSeeOther)
 }

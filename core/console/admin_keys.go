@@ -70,5 +70,5 @@ func (c *Console) adminRevokeKey(w http.ResponseWriter, r *http.Request, rq *Req
 		c.apiFail(w, r, rq, err)
 		return
 	}
-	http.Redirect(w, r, c.prefix+"admin/keys?flash="+url.QueryEscape("Key revoked: it stops working on every replica within a second."), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+"admin/keys?done=key-revoked", http.StatusSeeOther)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/admin"
 )
 
-// The users pages: search, create, edit overrides, disable, and the CSV
+// The users pages: search, create, edit overrides, disable, delete, and the CSV
 // import with its dry run. Every change goes through the admin API (so it
 // is validated and recorded in the admin log as the signed-in user).
 func init() {
@@ -25,6 +25,7 @@ func init() {
 		c.page("GET /admin/users/{id}", RoleAudit, c.adminUser)
 		c.page("POST /admin/users/{id}", RoleAdmin, c.adminUpdateUser)
 		c.page("POST /admin/users/{id}/active", RoleAdmin, c.adminUserActive)
+		c.page("POST /admin/users/{id}/delete", RoleAdmin, c.adminDeleteUser)
 		c.page("POST /admin/users/import", RoleAdmin, c.adminImportUsers)
 	})
 }
@@ -175,7 +176,7 @@ func (c *Console) adminCreateUser(w http.ResponseWriter, r *http.Request, rq *Re
 		c.rerenderUsers(w, r, rq, err, usersPage{})
 		return
 	}
-	http.Redirect(w, r, c.prefix+"admin/users/"+strconv.FormatInt(u.ID, 10)+"?flash="+url.QueryEscape("User "+u.Username+" created."), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+"admin/users/"+strconv.FormatInt(u.ID, 10)+"?done=user-created", http.StatusSeeOther)
 }
 
 type userPage struct {
@@ -262,7 +263,7 @@ func (c *Console) adminUpdateUser(w http.ResponseWriter, r *http.Request, rq *Re
 		c.render(w, r, rq, ae.Status, "admin_user.html", "User "+v.User.Username, v)
 		return
 	}
-	http.Redirect(w, r, c.prefix+"admin/users/"+id+"?flash="+url.QueryEscape("Saved."), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+"admin/users/"+id+"?done=saved", http.StatusSeeOther)
 }
 
 // patterns splits a form's model patterns (spaces, commas or newlines).
@@ -281,9 +282,9 @@ func (c *Console) adminUserActive(w http.ResponseWriter, r *http.Request, rq *Re
 		c.apiFail(w, r, rq, err)
 		return
 	}
-	msg := "User disabled: their sessions and keys stop working."
+	msg := "user-disabled"
 	if active {
-		msg = "User enabled."
+		msg = "user-enabled"
 	}
 	to := r.PostFormValue("back")
 	if to != "list" {
@@ -291,7 +292,30 @@ func (c *Console) adminUserActive(w http.ResponseWriter, r *http.Request, rq *Re
 	} else {
 		to = "admin/users"
 	}
-	http.Redirect(w, r, c.prefix+to+"?flash="+url.QueryEscape(msg), http.StatusSeeOther)
+	http.Redirect(w, r, c.prefix+to+"?done="+msg, http.StatusSeeOther)
+}
+
+// adminDeleteUser deletes a user (their keys with them); a refusal (one's
+// own account) is shown on the user's page.
+func (c *Console) adminDeleteUser(w http.ResponseWriter, r *http.Request, rq *Request) {
+	id := r.PathValue("id")
+	err := rq.API(r.Context(), "DELETE", "/api/admin/users/"+id, nil, nil, nil)
+	if err == nil {
+		http.Redirect(w, r, c.prefix+"admin/users?done=user-deleted", http.StatusSeeOther)
+		return
+	}
+	var ae *APIError
+	var v userPage
+	if !errors.As(err, &ae) {
+		c.apiFail(w, r, rq, err)
+		return
+	}
+	if lerr := c.userPage(r, rq, id, &v); lerr != nil {
+		c.apiFail(w, r, rq, lerr)
+		return
+	}
+	v.Error = ae.Detail
+	c.render(w, r, rq, ae.Status, "admin_user.html", "User "+v.User.Username, v)
 }
 
 // adminImportUsers posts the CSV (a file or the text box) to POST

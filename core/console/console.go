@@ -242,7 +242,30 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, rq *Request, stat
 
 // flashes are the notes a redirect may ask a page to show (?done=...): a
 // fixed set, so a link cannot put words of its own on a console page.
-var flashes = map[string]string{"revoked": "Key revoked.", "saved": "Saved.", "created": "Created.", "deleted": "Deleted.", "imported": "Imported."}
+var flashes = map[string]string{
+	"revoked": "Key revoked.", "saved": "Saved.", "created": "Created.", "deleted": "Deleted.", "imported": "Imported.",
+	// the admin pages'
+	"group-saved":        "Group saved: its users' keys pick it up within a second.",
+	"group-created":      "Group created.",
+	"group-deleted":      "Group deleted.",
+	"user-created":       "User created.",
+	"user-deleted":       "User deleted: their keys and sessions stop working.",
+	"user-disabled":      "User disabled: their sessions and keys stop working.",
+	"user-enabled":       "User enabled.",
+	"key-revoked":        "Key revoked: it stops working on every replica within a second.",
+	"backend-registered": "Backend registered; it is probed now.",
+	"backend-saved":      "Backend saved.",
+	"backend-deleted":    "Backend deleted.",
+	"backend-enable":     "Backend enabled.",
+	"backend-disable":    "Backend disabled.",
+	"backend-drain":      "Backend draining: it takes no new requests.",
+	"backend-refresh":    "Backend refreshed.",
+	"backend-unapplied":  "Stored, but the live registry did not take the change; the server log says why.",
+	"node-registered":    "Node registered; refresh it to start polling its sidecar.",
+	"node-saved":         "Node saved; refresh it to apply a new sidecar address or key.",
+	"node-deleted":       "Node deleted.",
+	"node-refreshed":     "Node refreshed: the gateway polls its sidecar.",
+}
 
 // view is what every template gets.
 type view struct {

@@ -28,3 +28,28 @@ document.addEventListener("submit", function (ev) {
     ev.preventDefault();
   }
 });
+// An element with data-refresh="N" (the queue page) is fetched again every
+// N seconds while the tab is visible and swapped in place, so the page
+// stays live without losing the scroll position. Without JavaScript the
+// page's Refresh link does the same by hand.
+(function () {
+  var el = document.querySelector("[data-refresh]");
+  if (!el || !window.fetch || !window.DOMParser) return;
+  var every = Math.max(1, parseInt(el.getAttribute("data-refresh"), 10) || 5) * 1000;
+  var busy = false;
+  setInterval(function () {
+    if (busy || document.visibilityState === "hidden") return;
+    busy = true;
+    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } }).then(function (resp) {
+      return resp.text().then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(el.id);
+        if (!resp.ok || !fresh) {
+          location.reload(); // signed out, or an error page: show it as a whole
+          return;
+        }
+        el.innerHTML = fresh.innerHTML;
+        el.setAttribute("data-refreshed", String(Date.now()));
+      });
+    }).catch(function () {}).then(function () { busy = false; });
+  }, every);
+})();
