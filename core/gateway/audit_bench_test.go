@@ -12,11 +12,12 @@ import (
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/internal/testsvc"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
-// BenchmarkChatAudit is BenchmarkChat/gateway with the audit off, on into
-// the embedded sink (make run's), and on into ClickHouse, content kept
-// (the default): the audit's added latency per request is the difference
+// BenchmarkChatAudit is BenchmarkChat/gateway on the default plugins (the
+// bundle) with the audit off, on into the embedded sink (make run's), and
+// on into ClickHouse, content kept (the default): the audit's added latency per request is the difference
 // from "off". The recorder's own goroutines (group commit, batch writes)
 // run beside the requests, so on a small machine their CPU shows here too;
 // cpu-µs/op is the process's CPU (client, gateway, fakellm and the
@@ -30,6 +31,14 @@ func BenchmarkChatAudit(b *testing.B) {
 	t := &testing.T{}
 	body := []byte(`{"model":"` + vllmModel + `","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell me about gateways"}],"temperature":0.7,"max_tokens":64}`)
 	stream := append(body[:len(body)-1:len(body)-1], `,"stream":true}`...)
+	// The default plugins.yaml's plugins: the bundle (two fused calls a
+	// request, the openai×vllm patch), not the separate modules the other
+	// gateway tests run on (four calls over canonical JSON, more
+	// WebAssembly CPU a request: BenchmarkChatPlugins).
+	bundle, err := testutil.BuildBundle()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, tc := range []struct{ name, yaml string }{
 		{"off", "audit: {enabled: false}\n"},
 		{"embedded", ""},
@@ -40,7 +49,7 @@ func BenchmarkChatAudit(b *testing.B) {
 			ch := testsvc.StartClickHouse(b)
 			y = fmt.Sprintf("audit: {clickhouse: {addr: [%q], database: %q}}\n", ch.Addr, ch.Database)
 		}
-		e := startEnv(t, fakellm.Config{}, fakellm.Config{}, "log: {level: warn}\n"+y)
+		e := startEnvPlugins(t, context.Background(), bundle, fakellm.Config{}, fakellm.Config{}, "log: {level: warn}\n"+y)
 		for _, req := range []struct {
 			name string
 			body []byte

@@ -99,6 +99,12 @@ func startEnv(t *testing.T, fv, fo fakellm.Config, extraYAML string) *env {
 
 func startEnvCtx(t *testing.T, ctx context.Context, fv, fo fakellm.Config, extraYAML string) *env {
 	t.Helper()
+	return startEnvPlugins(t, ctx, pluginsFor(t), fv, fo, extraYAML)
+}
+
+// startEnvPlugins is startEnvCtx on the plugin set ps.
+func startEnvPlugins(t *testing.T, ctx context.Context, ps testutil.PluginSet, fv, fo fakellm.Config, extraYAML string) *env {
+	t.Helper()
 	fv.Engine, fo.Engine = "vllm", "ollama"
 	if fv.Models == nil {
 		fv.Models = []string{vllmModel}
@@ -116,7 +122,7 @@ plugins: %s
 backends:
   - {name: gpu1-vllm, engine: vllm, url: %q, max_concurrent: 16}
   - {name: gpu2-ollama, engine: ollama, url: %q, max_concurrent: 4}
-%s`, pluginsFor(t).YAML, vurl, ourl, extraYAML)
+%s`, ps.YAML, vurl, ourl, extraYAML)
 	cfg, err := config.Parse([]byte(y), ".")
 	if err != nil {
 		t.Fatal(err)

@@ -43,9 +43,11 @@ func BenchmarkWasmOpenAIToVLLM(b *testing.B) {
 		}
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
+			c0 := processCPU()
 			for b.Loop() {
 				w.Call(b, c.op, in)
 			}
+			b.ReportMetric(float64(processCPU()-c0)/float64(b.N)/1e3, "cpu-µs/op")
 		})
 	}
 }
