@@ -104,9 +104,10 @@ type Recorder struct {
 	blobs     blobLimits
 	rawQueued atomic.Int64 // bytes of long bodies queued for prepare (keep)
 
-	mu     sync.Mutex
-	queue  []Event
-	closed bool
+	mu        sync.Mutex
+	queue     []Event
+	startedAt map[string]int // request id → index in queue of its admission event
+	closed    bool
 
 	// The spool goroutine's (Close's once Run has returned).
 	spare  []Event
@@ -266,12 +267,32 @@ func (r *Recorder) enqueue(o *outcome.Outcome, state, req, resp string, cut bool
 		r.drop()
 		return false
 	}
-	r.queue = append(r.queue, Event{})
+	// A finished event whose admission event is still queued takes its
+	// place: both would reach the spool in the same group commit, so the
+	// admission event would only be encoded, written, read back and
+	// dropped by the sink (collapse). The request's row is as durable as
+	// before: the finished event goes out in the commit that would have
+	// carried the admission event.
+	var e *Event
 	n := len(r.queue)
-	e := &r.queue[n-1]
+	if i, ok := r.startedAt[o.RequestID]; ok && state != RowStarted {
+		delete(r.startedAt, o.RequestID)
+		e = &r.queue[i]
+		*e = Event{}
+	} else {
+		r.queue = append(r.queue, Event{})
+		n = len(r.queue)
+		e = &r.queue[n-1]
+		r.pending.Add(1)
+		if state == RowStarted && o.RequestID != "" {
+			if r.startedAt == nil {
+				r.startedAt = make(map[string]int, 64)
+			}
+			r.startedAt[o.RequestID] = n - 1
+		}
+	}
 	fillEvent(e, o, r.o.Replica)
 	e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, e.State = req, resp, cut, decision, state
-	r.pending.Add(1)
 	r.mu.Unlock()
 	// The spool goroutine takes the whole queue each time, so it needs a
 	// signal only when the queue starts (it was idle, or will find the
@@ -588,6 +609,7 @@ func (r *Recorder) spoolGroup() (more bool, err error) {
 		r.spare = make([]Event, 0, 1024)
 	}
 	r.queue, r.spare = r.spare[:0], nil
+	clear(r.startedAt)
 	r.mu.Unlock()
 	buf := r.buf[:0]
 	for i := range batch {
@@ -601,6 +623,9 @@ func (r *Recorder) spoolGroup() (more bool, err error) {
 	if err := r.sp.appendRecords(buf); err != nil {
 		r.mu.Lock()
 		r.queue = append(batch, r.queue...)
+		for id, i := range r.startedAt { // those queued since moved back by the batch
+			r.startedAt[id] = i + len(batch)
+		}
 		r.mu.Unlock()
 		return true, err
 	}
