@@ -324,6 +324,77 @@ func TestRecorderEmbedded(t *testing.T) {
 	}
 }
 
+// TestSpoolZeroedTail: a group commit writes into a tail of zeros
+// written ahead of it (the file does not grow per commit); reopened, the
+// spool reads that tail as the clean end it is, cuts it off without a
+// word, and appends after the records.
+func TestSpoolZeroedTail(t *testing.T) {
+	dir := t.TempDir()
+	sp, _, err := openSpool(dir, 64<<20, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := spoolRecords(0, 2)
+	if err := sp.appendRecords(buf); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(sp.segPath(0)); st.Size() != prealloc {
+		t.Errorf("segment is %d bytes after one commit, want the %d of its zeroed tail", st.Size(), prealloc)
+	}
+	more := spoolRecords(2, 1)
+	if err := sp.appendRecords(more); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(sp.segPath(0)); st.Size() != prealloc {
+		t.Errorf("segment is %d bytes after a second commit, want %d still", st.Size(), prealloc)
+	}
+	sp.close()
+
+	var logged strings.Builder
+	sp, pending, err := openSpool(dir, 64<<20, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	if pending != 3 {
+		t.Errorf("pending %d, want 3", pending)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("reopening a spool with a zeroed tail logged %q", logged.String())
+	}
+	if st, _ := os.Stat(sp.segPath(0)); st.Size() != int64(len(buf)+len(more)) {
+		t.Errorf("segment is %d bytes after reopening, want %d", st.Size(), len(buf)+len(more))
+	}
+	if err := sp.appendRecords(spoolRecords(3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, damaged, err := sp.readBatch(nil, 100)
+	if err != nil || damaged != 0 {
+		t.Fatal(err, damaged)
+	}
+	var ids []string
+	for _, e := range evs {
+		ids = append(ids, e.RequestID)
+	}
+	if want := "req-00000000 req-00000001 req-00000002 req-00000003"; strings.Join(ids, " ") != want {
+		t.Errorf("read %v, want %s", ids, want)
+	}
+}
+
+// spoolRecords frames n test events from i on.
+func spoolRecords(i, n int) []byte {
+	var buf []byte
+	for k := i; k < i+n; k++ {
+		at := len(buf)
+		buf = append(buf, make([]byte, recHeader)...)
+		var e Event
+		fillEvent(&e, testOutcome(k), "gw")
+		buf = appendEvent(buf, &e)
+		frameRecord(buf, at)
+	}
+	return buf
+}
+
 // A record cut short by a crash is dropped on open; the records before
 // it and those appended after are read.
 func TestSpoolTornRecord(t *testing.T) {
@@ -346,12 +417,12 @@ func TestSpoolTornRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp.close()
-	// The crash: half of a fourth record.
-	f, err := os.OpenFile(sp.segPath(0), os.O_WRONLY|os.O_APPEND, 0)
+	// The crash: half of a fourth record, over the zeroed tail.
+	f, err := os.OpenFile(sp.segPath(0), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write(buf[:whole/3/2+recHeader])
+	f.WriteAt(buf[:whole/3/2+recHeader], int64(whole))
 	f.Close()
 
 	sp, pending, err := openSpool(dir, 1<<20, quietLog())
