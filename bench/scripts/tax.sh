@@ -22,7 +22,8 @@
 #                backends (x-portkey-provider openai / ollama, x-portkey-custom-host), installed
 #                into PORTKEY_DIR with npm the first time; skipped without node and npm
 # bench/scripts/table.sh runs direct, nginx, off, default, clickhouse and portkey and prints the
-# issue-23 table (c=1 added p50 and p99, c=64 req/s, share of nginx) first.
+# issue-23 table (c=1 added p50 and p99, c=64 req/s, share of nginx) first (with rows for old and
+# native when those variants run: the tree before, and the default configuration without WebAssembly).
 # A variant whose gateway does not come up (say, native support not in this build) is dropped,
 # and problems.txt says so.
 #
@@ -622,7 +623,7 @@ issue_table() { # the issue-23 table: OpenAI client -> vLLM-flavoured fakellm, n
 	echo
 	echo "| config | c=1 added p50 | c=1 added p99 | c=64 req/s | share of nginx |"
 	echo "|---|---|---|---|---|"
-	for t in nginx off default clickhouse portkey; do
+	for t in nginx old off default native clickhouse portkey; do
 		[ "$t" = nginx ] || [[ " ${GWS[*]} " == *" $t "* ]] || continue
 		x=$(rv v2-plain-c64 "$t" .median.rps)
 		printf '| %s | %s | %s | %s | %s %% |\n' "$(issue_name "$t")" "$(us "$(rv v1-plain-c1 "$t" .added.p50)")" "$(us "$(rv v1-plain-c1 "$t" .added.p99)")" \
@@ -635,6 +636,8 @@ issue_name() {
 	default) echo "MindRouter, default (embedded audit with content)" ;;
 	clickhouse) echo "MindRouter, audit to ClickHouse (local)" ;;
 	portkey) echo "Portkey gateway (Node)" ;;
+	old) echo "MindRouter at OLD_TREE ($(git -C "$OLD_TREE" rev-parse --short HEAD 2>/dev/null), its default configuration)" ;;
+	native) echo "MindRouter, default, first-party plugins compiled in (no WebAssembly)" ;;
 	*) echo "$1" ;;
 	esac
 }
