@@ -11,7 +11,7 @@ import (
 
 type ctxKey struct{}
 
-func reqCtxServer(t *testing.T, base context.Context, timeout time.Duration) *Server {
+func reqCtxServer(t testing.TB, base context.Context, timeout time.Duration) *Server {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Timeouts.Request = config.Duration(timeout)
@@ -126,4 +126,45 @@ func TestReqCtx_BaseEnds(t *testing.T) {
 	}
 	a.releaseHeld()
 	b.releaseHeld()
+}
+
+// BenchmarkRequestContext is a request's context work without the rest
+// of the request: made, a backend call's cancellation registered and
+// unregistered, ended. "withDeadline" is what the gateway did before
+// reqCtx (context.WithDeadline on the server's context, context.AfterFunc
+// for the backend call), "reqCtx" what begin, DoContext and releaseHeld
+// do now.
+func BenchmarkRequestContext(b *testing.B) {
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook := func() {}
+	b.Run("withDeadline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := context.WithDeadline(base, time.Now().Add(10*time.Minute))
+			stop := context.AfterFunc(ctx, hook)
+			stop()
+			cancel()
+		}
+	})
+	b.Run("reqCtx", func(b *testing.B) {
+		s := reqCtxServer(b, base, 10*time.Minute)
+		ex := newExchange()
+		b.ReportAllocs()
+		for b.Loop() {
+			ex.start = time.Now()
+			d := s.cfg.Timeouts.Request.D()
+			c := newReqCtx(s.requestValues(), ex.start.Add(d))
+			ex.ctx = c
+			ex.rc.Store(c)
+			s.live.add(c)
+			ex.armDeadline(d)
+			id, _ := c.OnEnd(hook)
+			c.Unhook(id)
+			ex.dlTimer.Stop()
+			s.live.remove(c)
+			c.cancel(context.Canceled)
+			ex.rc.Store(nil)
+		}
+	})
 }
