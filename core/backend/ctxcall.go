@@ -9,7 +9,9 @@ package backend
 // on a connection it takes from the HostClient's pool and gives back to it
 // (AcquireConn, ReleaseConn, CloseConn: fasthttp's exported transport API),
 // so it knows exactly which connection the request is using. While an
-// attempt holds a connection, a context.AfterFunc callback may close that
+// attempt holds a connection, a callback registered on the context
+// (context.AfterFunc, or OnEnd for an EndNotifier: the gateway's request
+// context, which saves AfterFunc's allocations) may close that
 // connection, which aborts the blocked write or read at once and makes the
 // backend (vLLM, Ollama) stop generating. The attempt detaches the
 // connection from the call, under the call's mutex, before the connection
