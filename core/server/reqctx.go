@@ -22,12 +22,14 @@ import (
 //     exchange's previous request does nothing;
 //   - the server's end (baseCtx cancelled: the gateway closing) reaches
 //     the requests in flight through one context.AfterFunc for the
-//     server (liveSet), not one registration per request;
+//     server and a list linked through the live contexts (liveSet), not
+//     one registration per request in a map;
 //   - the done channel is made only when someone asks for it (Done):
 //     a unary request that never waits on it has none;
 //   - AfterFunc, which context.AfterFunc and derived contexts
 //     (WithTimeout, WithCancel) use for a parent like this one, keeps the
-//     callbacks in a small slice, and backend.DoContext calls it directly.
+//     callbacks in a small slice, which backend.DoContext fills through
+//     OnEnd (EndNotifier) without the stop func.
 //
 // A reqCtx is new for each request (one small allocation), never reused:
 // whatever still holds the context of a finished request sees it ended.
@@ -41,8 +43,12 @@ type reqCtx struct {
 	done  chan struct{} // made by Done, or closed at cancel when Done had made it
 	err   error
 	hooks []reqHook
-	next  uint64     // id of the last hook
+	last  uint64     // id of the last hook
 	buf   [2]reqHook // hooks' first backing array
+
+	// The server's live set (liveSet.mu guards them).
+	prev, next *reqCtx
+	listed     bool
 }
 
 func newReqCtx(values context.Context, deadline time.Time) *reqCtx {
@@ -128,9 +134,9 @@ func (c *reqCtx) addHook(f func()) (id uint64, ok bool) {
 	if c.err != nil {
 		return 0, false
 	}
-	c.next++
-	c.hooks = append(c.hooks, reqHook{id: c.next, f: f})
-	return c.next, true
+	c.last++
+	c.hooks = append(c.hooks, reqHook{id: c.last, f: f})
+	return c.last, true
 }
 
 // removeHook unregisters hook id, reporting whether it had not run (nor
@@ -188,11 +194,13 @@ func (ex *exchange) expire() {
 }
 
 // liveSet holds the contexts of a server's requests in flight, so that
-// the server's end (its base context cancelled) cancels them.
+// the server's end (its base context cancelled) cancels them: a list
+// linked through the contexts themselves (no hashing, no allocation).
 type liveSet struct {
 	mu    sync.Mutex
 	ended atomic.Bool
-	set   map[*reqCtx]struct{}
+	head  *reqCtx
+	n     int
 }
 
 // add registers c; when the server has ended, c is cancelled at once.
@@ -203,25 +211,45 @@ func (l *liveSet) add(c *reqCtx) {
 		c.cancel(context.Canceled)
 		return
 	}
-	if l.set == nil {
-		l.set = map[*reqCtx]struct{}{}
+	c.prev, c.next, c.listed = nil, l.head, true
+	if l.head != nil {
+		l.head.prev = c
 	}
-	l.set[c] = struct{}{}
+	l.head = c
+	l.n++
 	l.mu.Unlock()
 }
 
 func (l *liveSet) remove(c *reqCtx) {
 	l.mu.Lock()
-	delete(l.set, c)
+	if c.listed {
+		if c.prev != nil {
+			c.prev.next = c.next
+		} else {
+			l.head = c.next
+		}
+		if c.next != nil {
+			c.next.prev = c.prev
+		}
+		c.prev, c.next, c.listed = nil, nil, false
+		l.n--
+	}
 	l.mu.Unlock()
+}
+
+// len is the number of requests in flight.
+func (l *liveSet) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
 }
 
 // end cancels every request in flight, and any added later.
 func (l *liveSet) end() {
 	l.mu.Lock()
 	l.ended.Store(true)
-	cs := make([]*reqCtx, 0, len(l.set))
-	for c := range l.set {
+	cs := make([]*reqCtx, 0, l.n)
+	for c := l.head; c != nil; c = c.next {
 		cs = append(cs, c)
 	}
 	l.mu.Unlock()

@@ -56,7 +56,7 @@ func TestReqCtx_Deadline(t *testing.T) {
 	if !errors.Is(next.Err(), context.Canceled) {
 		t.Fatalf("after the request: %v", next.Err())
 	}
-	if n := len(s.live.set); n != 0 {
+	if n := s.live.len(); n != 0 {
 		t.Fatalf("%d requests left in the live set", n)
 	}
 }
@@ -167,4 +167,33 @@ func BenchmarkRequestContext(b *testing.B) {
 			ex.rc.Store(nil)
 		}
 	})
+}
+
+// The live set unlinks requests in any order and ends the ones left.
+func TestReqCtx_LiveSet(t *testing.T) {
+	var l liveSet
+	cs := make([]*reqCtx, 5)
+	for i := range cs {
+		cs[i] = newReqCtx(context.Background(), time.Now().Add(time.Hour))
+		l.add(cs[i])
+	}
+	for _, i := range []int{0, 4, 2} { // the last added, the first, one inside
+		l.remove(cs[i])
+		l.remove(cs[i]) // twice: harmless
+	}
+	if n := l.len(); n != 2 {
+		t.Fatalf("%d left, want 2", n)
+	}
+	l.end()
+	for i, c := range cs {
+		ended := c.Err() != nil
+		if want := i == 1 || i == 3; ended != want {
+			t.Errorf("request %d ended %v, want %v", i, ended, want)
+		}
+	}
+	late := newReqCtx(context.Background(), time.Now().Add(time.Hour))
+	l.add(late)
+	if !errors.Is(late.Err(), context.Canceled) {
+		t.Fatalf("added after the end: %v", late.Err())
+	}
 }
