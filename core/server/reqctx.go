@@ -17,7 +17,7 @@ import (
 // registered again in the request's children map, allocated for it.
 // Here:
 //   - the deadline timer is the exchange's own, made once and re-armed
-//     per request (deadlineTimer): expire cancels only a context whose
+//     per request (armDeadline): expire cancels only a context whose
 //     deadline has passed, so a late firing meant for the pooled
 //     exchange's previous request does nothing;
 //   - the server's end (baseCtx cancelled: the gateway closing) reaches
@@ -165,9 +165,9 @@ func (c *reqCtx) String() string { return "server.reqCtx" }
 
 var _ backend.EndNotifier = (*reqCtx)(nil)
 
-// deadlineTimer cancels the exchange's context at its deadline: one
-// timer per pooled exchange, re-armed by begin and stopped by
-// releaseHeld.
+// armDeadline arms the timer that cancels the exchange's context at its
+// deadline, d from now: one timer per pooled exchange, made on its first
+// request, re-armed by begin and stopped by releaseHeld.
 func (ex *exchange) armDeadline(d time.Duration) {
 	if ex.dlTimer == nil {
 		ex.dlTimer = time.AfterFunc(d, ex.expire)
