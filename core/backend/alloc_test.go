@@ -28,7 +28,8 @@ func TestBackend_FastPathsDoNotAllocate(t *testing.T) {
 }
 
 // DoContext costs what Do does plus context.AfterFunc's two allocations
-// (its callback context and stop func); the rest of its state is pooled.
+// (its callback context and stop func), none with an EndNotifier; the
+// rest of its state is pooled.
 func TestBackend_DoContextAllocations(t *testing.T) {
 	be := backendAt(t, "http://"+startFastBackend(t), "10s")
 	req := fasthttp.AcquireRequest()
@@ -50,5 +51,13 @@ func TestBackend_DoContextAllocations(t *testing.T) {
 	if withCtx > do+2 {
 		t.Errorf("DoContext allocates %v per call, Do %v", withCtx, do)
 	}
-	t.Logf("allocations per call: Do %v, DoContext %v", do, withCtx)
+	// A context that is an EndNotifier (the gateway's request context)
+	// saves context.AfterFunc's two.
+	nctx := newNotifyCtx()
+	defer nctx.cancel()
+	withNotifier := testing.AllocsPerRun(200, func() { check(be.DoContext(nctx, req, resp, 5*time.Second)) })
+	if withNotifier > do {
+		t.Errorf("DoContext with an EndNotifier allocates %v per call, Do %v", withNotifier, do)
+	}
+	t.Logf("allocations per call: Do %v, DoContext %v, with an EndNotifier %v", do, withCtx, withNotifier)
 }

@@ -9,7 +9,9 @@ package backend
 // on a connection it takes from the HostClient's pool and gives back to it
 // (AcquireConn, ReleaseConn, CloseConn: fasthttp's exported transport API),
 // so it knows exactly which connection the request is using. While an
-// attempt holds a connection, a context.AfterFunc callback may close that
+// attempt holds a connection, a callback registered on the context
+// (context.AfterFunc, or OnEnd for an EndNotifier: the gateway's request
+// context, which saves AfterFunc's allocations) may close that
 // connection, which aborts the blocked write or read at once and makes the
 // backend (vLLM, Ollama) stop generating. The attempt detaches the
 // connection from the call, under the call's mutex, before the connection
@@ -53,10 +55,21 @@ func (b *Backend) DoStreamContext(ctx context.Context, req *fasthttp.Request, re
 	return doContext(ctx, b.stream, req, resp, 0, false)
 }
 
+// EndNotifier is a context that runs a callback when it ends without
+// context.AfterFunc's allocations (the gateway's request context): OnEnd
+// registers f, ok false (f not registered) when the context has ended
+// already; Unhook(id) unregisters it, reporting whether f had not run.
+// f runs in the goroutine that ends the context and must be quick.
+type EndNotifier interface {
+	OnEnd(f func()) (id uint64, ok bool)
+	Unhook(id uint64) bool
+}
+
 func doContext(ctx context.Context, hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response,
 	timeout time.Duration, timed bool,
 ) error {
-	if ctx.Done() == nil && timed { // never cancelled: the plain call
+	en, notifies := ctx.(EndNotifier)
+	if !notifies && ctx.Done() == nil && timed { // never cancelled: the plain call
 		return hc.DoTimeout(req, resp, timeout)
 	}
 	// A stream always takes ctxTransport's round trip: its body's reads
@@ -69,7 +82,18 @@ func doContext(ctx context.Context, hc *fasthttp.HostClient, req *fasthttp.Reque
 	if timed && timeout > 0 {
 		c.deadline = time.Now().Add(timeout)
 	}
-	stop := context.AfterFunc(ctx, c.cancelFunc)
+	var stop func() bool
+	var hook uint64
+	if notifies {
+		var ok bool
+		if hook, ok = en.OnEnd(c.cancelFunc); !ok {
+			c.ctx = nil
+			callPool.Put(c)
+			return ctxErr(ctx)
+		}
+	} else {
+		stop = context.AfterFunc(ctx, c.cancelFunc)
+	}
 	req.SetUserValue(callKey{}, c)
 	var err error
 	if timed {
@@ -78,7 +102,13 @@ func doContext(ctx context.Context, hc *fasthttp.HostClient, req *fasthttp.Reque
 		err = hc.Do(req, resp)
 	}
 	req.RemoveUserValue(callKey{})
-	if stop() {
+	var stopped bool
+	if notifies {
+		stopped = en.Unhook(hook)
+	} else {
+		stopped = stop()
+	}
+	if stopped {
 		c.ctx = nil
 		callPool.Put(c)
 	}

@@ -522,3 +522,88 @@ func TestDoContext_CancelOverTLS(t *testing.T) {
 	}
 	waitFor(t, func() bool { return gone.Load() == 2 })
 }
+
+// notifyCtx is a cancellable context that is a backend.EndNotifier, as
+// the gateway's request context is: cancel runs its hooks.
+type notifyCtx struct {
+	context.Context
+	cancelCtx context.CancelFunc
+	mu        sync.Mutex
+	hooks     map[uint64]func()
+	next      uint64
+	ended     bool
+}
+
+func newNotifyCtx() *notifyCtx {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &notifyCtx{Context: ctx, cancelCtx: cancel, hooks: map[uint64]func(){}}
+}
+
+func (c *notifyCtx) OnEnd(f func()) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return 0, false
+	}
+	c.next++
+	c.hooks[c.next] = f
+	return c.next, true
+}
+
+func (c *notifyCtx) Unhook(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.hooks[id]
+	delete(c.hooks, id)
+	return ok
+}
+
+func (c *notifyCtx) cancel() {
+	c.cancelCtx()
+	c.mu.Lock()
+	c.ended = true
+	hooks := c.hooks
+	c.hooks = nil
+	c.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// With a context that is an EndNotifier, DoContext registers its
+// cancellation through OnEnd (not context.AfterFunc): ending the context
+// aborts the call in flight as before, closing its connection, the hook
+// is unregistered after a call that finished, and an ended context fails
+// the call before it is sent.
+func TestDoContext_EndNotifier(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			cb := startCtxBackend(t)
+			b := backendAt(t, "http://"+cb.addr, "10s")
+			ctx := newNotifyCtx()
+			if code, body, err := call(ctx, b, "/ok", stream); err != nil || code != 200 || body != "ok" {
+				t.Fatalf("ok: %d %q %v", code, body, err)
+			}
+			if n := len(ctx.hooks); n != 0 {
+				t.Fatalf("%d hooks left after a finished call", n)
+			}
+			go func() {
+				<-cb.slowStarted
+				time.Sleep(20 * time.Millisecond)
+				ctx.cancel()
+			}()
+			start := time.Now()
+			_, _, err := call(ctx, b, "/slow", stream)
+			if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+				t.Fatalf("err = %v after %v, want context.Canceled at once", err, time.Since(start))
+			}
+			waitFor(t, func() bool { return cb.gone.Load() == 1 })
+			if _, _, err := call(ctx, b, "/ok", stream); !errors.Is(err, context.Canceled) {
+				t.Fatalf("ended ctx: %v", err)
+			}
+			if n := cb.requests.Load(); n != 2 {
+				t.Fatalf("backend saw %d requests, want 2", n)
+			}
+		})
+	}
+}

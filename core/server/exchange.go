@@ -43,10 +43,12 @@ type exchange struct {
 
 	// ctx is the request's context: its deadline is timeouts.request; it is
 	// cancelled when the client goes away while the gateway waits
-	// (watch.go) and when the request ends.
-	ctx    context.Context
-	cancel context.CancelFunc
-	watch  watcher
+	// (watch.go) and when the request ends. It is rc (reqctx.go), armed
+	// at its deadline by dlTimer.
+	ctx     context.Context
+	rc      atomic.Pointer[reqCtx]
+	dlTimer *time.Timer
+	watch   watcher
 
 	out outcome.Outcome
 
@@ -242,7 +244,12 @@ func (ex *exchange) begin(s *Server, rc *fasthttp.RequestCtx) {
 	ex.id, ex.num = requestID(ex.start)
 	// The deadline bounds everything up to the answer (a stream's relay
 	// runs outside it); the watcher cancels earlier if the client leaves.
-	ex.ctx, ex.cancel = context.WithDeadline(s.baseCtx, ex.start.Add(s.cfg.Timeouts.Request.D()))
+	d := s.cfg.Timeouts.Request.D()
+	c := newReqCtx(s.requestValues(), ex.start.Add(d))
+	ex.ctx = c
+	ex.rc.Store(c)
+	s.live.add(c)
+	ex.armDeadline(d)
 	ex.watch.reset(rc)
 	ex.route = route{}
 	ex.out.Reset()
@@ -300,9 +307,18 @@ func (ex *exchange) releaseHeld() {
 		ex.ticket.Done(ex.usedTokens())
 		ex.ticket = nil
 	}
-	if ex.cancel != nil {
-		ex.cancel()
-		ex.cancel = nil
+	if c := ex.rc.Load(); c != nil {
+		ex.dlTimer.Stop()
+		ex.s.live.remove(c)
+		c.cancel(context.Canceled)
+		ex.rc.Store(nil)
+	}
+}
+
+// cancel ends the request's context (the client went away: watch.go).
+func (ex *exchange) cancel() {
+	if c := ex.rc.Load(); c != nil {
+		c.cancel(context.Canceled)
 	}
 }
 

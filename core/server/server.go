@@ -121,7 +121,27 @@ type Server struct {
 
 	exchanges sync.Pool
 	baseCtx   context.Context
+	// live are the requests in flight, cancelled when baseCtx ends;
+	// reqValues is baseCtx without its cancellation, their Values
+	// (reqctx.go). liveInit sets both up on the first request.
+	live      liveSet
+	reqValues context.Context
+	liveInit  sync.Once
 	srv       *fasthttp.Server
+}
+
+// requestValues is the base of a request's context (reqCtx): the
+// server's, whose end cancels the requests in flight (live).
+func (s *Server) requestValues() context.Context {
+	s.liveInit.Do(func() {
+		base := s.baseCtx
+		if base == nil {
+			base = context.Background()
+		}
+		s.reqValues = context.WithoutCancel(base)
+		context.AfterFunc(base, s.live.end)
+	})
+	return s.reqValues
 }
 
 // Options are the Server's collaborators.
