@@ -297,8 +297,13 @@ func (c *ctxCall) roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp
 		}
 		return false, nil
 	}
+	var reader io.Reader = body
+	if inner.Header.ContentLength() == -1 {
+		// chunked: one Read takes every event already buffered (chunked.go)
+		reader = &chunkedBody{br: br}
+	}
 	sb := &streamBody{
-		reader:    body,
+		reader:    reader,
 		conn:      conn,
 		idle:      hc.ReadTimeout,
 		fullyRead: inner.Header.ContentLength() == 0,
