@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,40 @@ func TestChunkedBody_Errors(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// deadlineConn counts read deadline changes.
+type deadlineConn struct {
+	net.Conn
+	sets []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error { c.sets = append(c.sets, t); return nil }
+
+// A stream's reads move the read deadline once it has aged by the slack,
+// not at every event, and never let it fall short of idle − slack.
+func TestStreamBody_MovesTheIdleDeadlineLazily(t *testing.T) {
+	const idle = 160 * time.Millisecond // slack: 10 ms
+	conn := &deadlineConn{}
+	sb := &streamBody{reader: strings.NewReader(strings.Repeat("x", 1000)), conn: conn, idle: idle, release: func(bool) {}}
+	p := make([]byte, 1)
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		if _, err := sb.Read(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(conn.sets) == 0 || len(conn.sets) > 1+int(time.Since(start)/idleSlack(idle)) {
+		t.Fatalf("%d deadline changes for 100 reads in %v", len(conn.sets), time.Since(start))
+	}
+	time.Sleep(2 * idleSlack(idle))
+	before := time.Now()
+	if _, err := sb.Read(p); err != nil {
+		t.Fatal(err)
+	}
+	last := conn.sets[len(conn.sets)-1]
+	if last.Before(before.Add(idle - idleSlack(idle))) {
+		t.Fatalf("after a pause the deadline is %v from the read, want at least idle − slack", last.Sub(before))
 	}
 }
