@@ -13,6 +13,8 @@ import (
 // event already buffered: the data of the first chunk it can read
 // (waiting for it when nothing is buffered), then that of each further
 // chunk whose bytes are in the buffer already, never waiting for more.
+// The read that waits fills the buffer with all the socket holds, so a
+// relay behind its backend gets every event queued since its last read.
 //
 // vLLM (uvicorn) and Ollama (net/http) send each event as its own HTTP
 // chunk. fasthttp's stream reader returns at most one chunk a Read, so a
