@@ -327,8 +327,13 @@ func (c *ctxCall) roundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp
 		}
 		return false, nil
 	}
+	var reader io.Reader = body
+	if inner.Header.ContentLength() == -1 {
+		// chunked: one Read takes every event already buffered (chunked.go)
+		reader = &chunkedBody{br: br}
+	}
 	sb := &streamBody{
-		reader:    body,
+		reader:    reader,
 		conn:      conn,
 		idle:      hc.ReadTimeout,
 		fullyRead: inner.Header.ContentLength() == 0,
@@ -374,6 +379,7 @@ type streamBody struct {
 	reader    io.Reader
 	conn      net.Conn
 	idle      time.Duration // the stream client's ReadTimeout (timeouts.stream_idle): per read
+	deadline  time.Time     // the read deadline last set
 	release   func(discard bool)
 	closed    atomic.Bool
 	fullyRead bool
@@ -396,8 +402,15 @@ func (s *streamBody) Read(p []byte) (int, error) {
 		// The deadline set before the response head was read is for one
 		// read, not the whole stream: each read gets the idle timeout
 		// afresh (fasthttp's own stream keeps that first deadline, which
-		// cut every stream at stream_idle after it began).
-		_ = s.conn.SetReadDeadline(time.Now().Add(s.idle))
+		// cut every stream at stream_idle after it began). It is moved
+		// only once the last one set has aged by idleSlack (a deadline
+		// change is a runtime timer change, which every event paid for):
+		// a silent backend is cut between stream_idle − slack and
+		// stream_idle after its last bytes.
+		if now := time.Now(); s.deadline.Sub(now) < s.idle-idleSlack(s.idle) {
+			s.deadline = now.Add(s.idle)
+			_ = s.conn.SetReadDeadline(s.deadline)
+		}
 	}
 	n, err := s.reader.Read(p)
 	if errors.Is(err, io.EOF) {
@@ -405,6 +418,10 @@ func (s *streamBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// idleSlack is how much a moved read deadline may age before it is
+// moved again: a sixteenth of the idle timeout, at most a second.
+func idleSlack(d time.Duration) time.Duration { return min(d/16, time.Second) }
 
 // CloseWithError closes the stream; err (the reason the reader stopped
 // early) discards the connection even when the body was read in full.

@@ -141,7 +141,9 @@ type AdminLimits struct {
 type Timeouts struct {
 	// Request bounds a whole non-streamed request to a backend.
 	Request Duration `yaml:"request"`
-	// StreamIdle bounds the gap between two reads of a backend stream.
+	// StreamIdle bounds the gap between two reads of a backend stream
+	// (to within a sixteenth of it, at most a second: the read deadline
+	// is moved once it has aged by that much, not at every read).
 	StreamIdle Duration `yaml:"stream_idle"`
 	// QueueWait bounds the wait for a free backend slot (503 beyond).
 	QueueWait Duration `yaml:"queue_wait"`
@@ -153,7 +155,8 @@ type Timeouts struct {
 	BodyRead Duration `yaml:"body_read"`
 	// ClientWrite bounds one write to a client: a client that reads
 	// nothing of its answer for this long loses its connection, which
-	// frees its backend slot, its quota hold and the answer's memory.
+	// frees its backend slot, its quota hold and the answer's memory
+	// (to within a sixteenth of it, at most a second, as StreamIdle).
 	ClientWrite Duration `yaml:"client_write"`
 }
 

@@ -30,12 +30,26 @@ const deferAnswerBytes = 64 << 10
 const answerPiece = 64 << 10
 
 // extendWrite moves the client connection's write deadline to
-// timeouts.client_write from now, before a write of an answer.
+// timeouts.client_write from now, before a write of an answer. It moves
+// it only once the last one set has aged by deadlineSlack: a deadline
+// change is a runtime timer change, which a stream's every event paid
+// for; so a write is bounded by between client_write − slack and
+// client_write.
 func (ex *exchange) extendWrite() {
-	if c := ex.watch.conn; c != nil {
-		_ = c.SetWriteDeadline(time.Now().Add(ex.s.cfg.Timeouts.ClientWrite.D()))
+	c := ex.watch.conn
+	if c == nil {
+		return
+	}
+	d := ex.s.cfg.Timeouts.ClientWrite.D()
+	if now := time.Now(); ex.wdl.Sub(now) < d-deadlineSlack(d) {
+		ex.wdl = now.Add(d)
+		_ = c.SetWriteDeadline(ex.wdl)
 	}
 }
+
+// deadlineSlack is how much a moved deadline may age before it is moved
+// again: a sixteenth of the timeout, at most a second.
+func deadlineSlack(d time.Duration) time.Duration { return min(d/16, time.Second) }
 
 // setAnswer makes body the response: at once when it is small, else
 // through answerBody, which finishes the exchange once it is written

@@ -181,8 +181,9 @@ type stream struct {
 	tFirst, aFirst bool
 	backendDone    bool
 	clientGone     bool
-	werr           error  // the client write that ended a stream
-	resp           []byte // a stream's first bytes (audit)
+	werr           error     // the client write that ended a stream
+	resp           []byte    // a stream's first bytes (audit)
+	wdl            time.Time // the client write deadline extendWrite last set
 	// outEst sums the adapter's estimates of the output decoded
 	// (plugcall.Decoded.OutputTokens): the usage of an answer that ends
 	// without the backend's (estimateUsage).
@@ -197,6 +198,7 @@ func (st *stream) reset() {
 	st.backendDone, st.clientGone = false, false
 	st.werr = nil
 	st.resp = st.resp[:0]
+	st.wdl = time.Time{}
 	st.outEst = 0
 }
 
