@@ -69,4 +69,3 @@ func checkOK(b testing.TB, name string, area []byte) {
 		b.Fatalf("%s: %v %s %s", name, err, r.Status, r.Error)
 	}
 }
-
