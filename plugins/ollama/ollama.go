@@ -49,8 +49,6 @@ type Adapter struct {
 	state   []byte // the stream state blob being written
 	rbuf    []byte // scratch: one line's reasoning and content, split
 	cbuf    []byte
-	// lastModel is the previous stream line's model (cachedModel).
-	lastModel string
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)

@@ -117,9 +117,8 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
 		return sdk.BadInput("backend stream error: " + errorText(e))
 	}
-	model := a.cachedModel(v.GetStringBytes("model"))
+	model := string(v.GetStringBytes("model"))
 	created := parseCreated(v.GetStringBytes("created_at"))
-	done := v.GetBool("done")
 	var d canon.Delta
 	if text, ok := generateText(v); ok { // a raw /api/generate line: no <think> split
 		d.Content = text
@@ -135,7 +134,7 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 		// as the parser's memory is reused by the next line.
 		content := msg.GetStringBytes("content")
 		a.rbuf, a.cbuf = s.think.Feed(unsafe.String(unsafe.SliceData(content), len(content)), a.rbuf, a.cbuf[:0])
-		if done {
+		if v.GetBool("done") {
 			a.rbuf, a.cbuf = s.think.Flush(a.rbuf, a.cbuf)
 		}
 		if s.think.Pending != "" {
@@ -158,7 +157,7 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 			}
 			s.tools += len(calls)
 		}
-	} else if done && s.think.Pending != "" {
+	} else if v.GetBool("done") && s.think.Pending != "" {
 		// A done line without a message still ends the content.
 		a.rbuf, a.cbuf = s.think.Flush(a.rbuf[:0], a.cbuf[:0])
 		d.Reasoning, d.Content = string(a.rbuf), string(a.cbuf)
@@ -169,7 +168,7 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 		*chunks = append(*chunks, canon.ChatChunk{Model: model, Created: created,
 			Choices: []canon.ChunkChoice{{Delta: d, Logprobs: lp}}})
 	}
-	if !done {
+	if !v.GetBool("done") {
 		return nil
 	}
 	fin := canon.ChunkChoice{FinishReason: finishReason(s.tools > 0, v.GetStringBytes("done_reason"))}
@@ -179,16 +178,6 @@ func (a *Adapter) decodeLine(s *streamState, line []byte, chunks *[]canon.ChatCh
 		canon.ChatChunk{Model: model, Created: created, Usage: usage(v)})
 	s.done = true
 	return nil
-}
-
-// cachedModel returns b as a string, reusing the previous line's string
-// when equal (every line of a stream repeats the model): it saves an
-// allocation a line and never changes what is decoded.
-func (a *Adapter) cachedModel(b []byte) string {
-	if string(b) != a.lastModel {
-		a.lastModel = string(b)
-	}
-	return a.lastModel
 }
 
 // role returns the assistant role for the stream's first chunk, "" after.
