@@ -17,7 +17,7 @@ import (
 // buffers, as the host does).
 
 // hostCall lays out a call into *buf (reused) and runs it.
-func hostCall(b *testing.B, p *sdk.Plugin, op abi.Op, buf *[]byte, ti, ai uint16, flags uint32, state, meta, payload []byte) abi.Result {
+func hostCall(b testing.TB, p *sdk.Plugin, op abi.Op, buf *[]byte, ti, ai uint16, flags uint32, state, meta, payload []byte) abi.Result {
 	in := append((*buf)[:0], make([]byte, abi.HeaderSize)...)
 	abi.PutHeader(in, abi.Header{Flags: flags, StateLen: uint32(len(state)), MetaLen: uint32(len(meta)),
 		PayloadLen: uint32(len(payload)), Translator: ti, Adapter: ai})
@@ -32,7 +32,7 @@ func hostCall(b *testing.B, p *sdk.Plugin, op abi.Op, buf *[]byte, ti, ai uint16
 
 // streamBatch is 20 content events of a vLLM stream, mid-stream, with the
 // adapter's and translator's state after the stream's first event.
-func streamBatch(b *testing.B) (events, astate, tstate, fstate []byte) {
+func streamBatch(b testing.TB) (events, astate, tstate, fstate []byte) {
 	for i := range 20 {
 		ev := []byte(`{"id":"chatcmpl-8d1f0c2b6a4e4f7e9b3a2c1d0e9f8a7b","object":"chat.completion.chunk","created":1733000000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" word` +
 			strconv.Itoa(i) + `"},"logprobs":null,"finish_reason":null}]}`)

@@ -382,3 +382,34 @@ func TestStrLen(t *testing.T) {
 		}
 	}
 }
+
+// A first content that starts with spaces and then text is plain to vllm's
+// splitter, spaces and all: the patch takes it. Content of spaces only, or
+// spaces before '<' or an escape, may still open a <think> block: the full
+// path runs.
+func TestPatch_StreamLeadingSpace(t *testing.T) {
+	pp := newPatchPair()
+	meta := metaList(headerMeta...)
+	role := []byte(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
+	chunk := func(s string) []byte { return []byte(`{"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}`) }
+	for _, c := range []struct {
+		first string
+		patch bool // the patch handles the call with the first content
+	}{
+		{" w", true}, {"   w", true}, {" é", true}, {strings.Repeat(" ", 300) + "w", true},
+		{" ", false}, {"   ", false}, {" <think>r</think>a", false}, {" <", false}, {" \\n", false}, {" \\u003c", false},
+		{"\\tw", false}, {"<think>", false},
+	} {
+		batches := [][][]byte{{role}, {chunk(c.first)}, {chunk("x")}, {chunk(" y"), []byte("[DONE]")}}
+		h, calls, d := pp.stream(t, meta, batches)
+		if d != "" {
+			t.Errorf("first content %q: %s", c.first, d)
+			continue
+		}
+		// Declined, the call with the first content goes to the full path
+		// (the patch may take the later ones, once vllm's state is plain).
+		if all := h == calls; all != c.patch {
+			t.Errorf("first content %q: the patch handled %d of %d calls", c.first, h, calls)
+		}
+	}
+}

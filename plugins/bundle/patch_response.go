@@ -428,12 +428,18 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 		}
 		keep := n == 1 && (ch.role || ch.content.kind == kStr && ch.content.a != ch.content.b || ch.finish != canon.FinishNone)
 		if keep && !plain && ch.content.kind == kStr && ch.content.a != ch.content.b {
-			// vllm's splitter sees the choice's first content: text that
-			// starts with neither whitespace nor '<' (nor an escape, which
-			// might be either) makes the content plain, passed as it is;
-			// anything else may open a <think> block.
-			switch c := ev[ch.content.a]; {
-			case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '<' || c == '\\':
+			// vllm's splitter sees the choice's first content: text whose
+			// first non-whitespace byte is neither '<' nor an escape (which
+			// might be either) makes the content plain, passed as it is,
+			// leading spaces included (thinktag's Start mode); content of
+			// whitespace only is held back, and '<' may open a <think>
+			// block. Tabs and newlines are escaped in JSON: only spaces
+			// come raw.
+			i := ch.content.a
+			for i < ch.content.b && ev[i] == ' ' {
+				i++
+			}
+			if i == ch.content.b || ev[i] == '<' || ev[i] == '\\' {
 				return false
 			}
 			plain = true

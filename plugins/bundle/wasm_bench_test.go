@@ -51,3 +51,24 @@ func BenchmarkWasmOpenAIToVLLM(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWasmDefaultPath is BenchmarkDefaultPath's calls on the .wasm.
+// Instruction counts per call, independent of the machine's load: run it
+// under callgrind with -test.benchtime Nx and (N+k)x and divide the
+// difference by k (bench/README.md, "Guest instructions").
+func BenchmarkWasmDefaultPath(b *testing.B) {
+	w := wasmtest.Load(b, "bundle", nil)
+	parse(b, w.Init(b))
+	for _, c := range defaultPathCalls(b) {
+		in := input(OpenAI, c.ai, c.flags, c.state, c.meta, c.body)
+		checkOK(b, c.name, w.Call(b, c.op, in))
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			c0 := processCPU()
+			for b.Loop() {
+				w.Call(b, c.op, in)
+			}
+			b.ReportMetric(float64(processCPU()-c0)/float64(b.N)/1e3, "cpu-µs/op")
+		})
+	}
+}
