@@ -357,7 +357,7 @@ func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 }
 
 // sqliteRowValues is one row of the insert's VALUES: a parameter per
-// column, a text column's as coalesce(?, '') so that appendSQLiteRow
+// column, a text column's as coalesce(?, ”) so that appendSQLiteRow
 // binds an empty string as NULL (the driver copies every text value into
 // a C buffer it allocates and frees; a NULL it only marks).
 func sqliteRowValues() string {
