@@ -300,7 +300,7 @@ func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
 	if st := s.stmts[i]; st != nil {
 		return st, nil
 	}
-	row := sqliteRowValues()
+	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
 	q := "INSERT OR FAIL INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
 		fmt.Sprintf(sqliteUpsert, s.set)
 	st, err := c.PrepareContext(context.Background(), q)
@@ -356,27 +356,6 @@ func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 	return nil
 }
 
-// sqliteRowValues is one row of the insert's VALUES: a parameter per
-// column, a text column's as coalesce(?, ”) so that appendSQLiteRow
-// binds an empty string as NULL (the driver copies every text value into
-// a C buffer it allocates and frees; a NULL it only marks).
-func sqliteRowValues() string {
-	var b strings.Builder
-	b.WriteByte('(')
-	for i, v := range appendSQLiteRow(nil, &Event{}) {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if v.Value == nil {
-			b.WriteString("coalesce(?, '')")
-		} else {
-			b.WriteByte('?')
-		}
-	}
-	b.WriteByte(')')
-	return b.String()
-}
-
 // appendSQLiteRow appends e's column values, in Columns order, numbered
 // on from len(a).
 func appendSQLiteRow(a []driver.NamedValue, e *Event) []driver.NamedValue {
@@ -391,9 +370,6 @@ func appendSQLiteRow(a []driver.NamedValue, e *Event) []driver.NamedValue {
 		int64(e.FairnessDelayUs), int64(e.StreamPluginUs), int64(e.Chunks),
 		int64(e.BytesIn), int64(e.BytesOut),
 		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ)} {
-		if v == "" {
-			v = nil // sqliteRowValues's coalesce: no C copy of an empty string
-		}
 		a = append(a, driver.NamedValue{Ordinal: len(a) + 1, Value: v})
 	}
 	return a

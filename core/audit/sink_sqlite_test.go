@@ -61,7 +61,7 @@ func TestEmbeddedPageSize(t *testing.T) {
 
 // The embedded sink's rows read back as written, batch sizes on either
 // side of its statements' row counts (sqliteRows); an empty text column
-// is stored as ” (the insert binds it as NULL), a started row is
+// is stored as an empty string, not NULL; a started row is
 // replaced by its finished one in a later batch and not the other way
 // round; a write that fails (its context done) leaves nothing, and the
 // sink writes again afterwards on a fresh connection.
