@@ -249,8 +249,9 @@ func (s *sqliteSink) writeRaw(ctx context.Context, dc any, evs []Event) (err err
 		return fmt.Errorf("audit: embedded sink: driver connection %T lacks BeginTx, PrepareContext or ExecContext", dc)
 	}
 	if dc != s.raw {
-		s.closeStmts()
-		s.raw = dc
+		// Not reached (a failed write closes them with its connection);
+		// statements of another connection are never used or closed here.
+		s.stmts, s.blob, s.raw = [len(sqliteRows)]driver.Stmt{}, nil, dc
 	}
 	defer func() {
 		if err != nil {
