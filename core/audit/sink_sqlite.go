@@ -302,7 +302,7 @@ func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
 		return st, nil
 	}
 	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
-	q := "INSERT OR FAIL INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
+	q := "INSERT INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
 		fmt.Sprintf(sqliteUpsert, s.set)
 	st, err := c.PrepareContext(context.Background(), q)
 	if err != nil {
