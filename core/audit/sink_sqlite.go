@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -161,10 +162,17 @@ func migrateSQLite(db *sql.DB) error {
 type sqliteSink struct {
 	db    *sql.DB
 	owned bool
-	cols  string                     // the quoted column list
-	set   string                     // the upsert's SET list: every column from excluded
-	stmts [len(sqliteRows)]*sql.Stmt // inserts of sqliteRows[i] rows, prepared once
-	args  []any
+	cols  string // the quoted column list
+	set   string // the upsert's SET list: every column from excluded
+
+	// conn is the connection the sink writes on, held out of db's pool
+	// so that raw's statements stay valid; nil until the first write and
+	// after a failed one (the next write takes a fresh connection).
+	conn  *sql.Conn
+	raw   any                          // conn's driver connection, which stmts belong to
+	stmts [len(sqliteRows)]driver.Stmt // inserts of sqliteRows[i] rows, prepared once on raw
+	blob  driver.Stmt                  // the blob insert
+	args  []driver.NamedValue          // the bound values, reused
 }
 
 // sqliteRows are the row counts of the multi-row inserts a batch is cut
@@ -193,31 +201,74 @@ func newSQLiteSink(db *sql.DB, owned bool) *sqliteSink {
 // finished one over a finished one), so maybeSent needs no extra work.
 const sqliteUpsert = ` ON CONFLICT ("request_id") DO UPDATE SET %s WHERE requests."state" = 'started' AND excluded."state" <> 'started'`
 
-// stmt is the prepared insert of sqliteRows[i] rows.
-func (s *sqliteSink) stmt(ctx context.Context, i int) (*sql.Stmt, error) {
-	if st := s.stmts[i]; st != nil {
-		return st, nil
-	}
-	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
-	q := "INSERT INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
-		fmt.Sprintf(sqliteUpsert, s.set)
-	st, err := s.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
-	}
-	s.stmts[i] = st
-	return st, nil
-}
+// sqliteBlobInsert stores a blob; a hash already there keeps its row
+// and takes the later time: a blob's time is its latest reference, and
+// the content retention (PruneEmbedded) keeps it while any kept body
+// names it.
+const sqliteBlobInsert = `INSERT INTO blobs (sha256, media_type, size, data, time, request_id) VALUES (?, ?, ?, ?, ?, ?)
+ ON CONFLICT (sha256) DO UPDATE SET time = max(time, excluded.time)`
 
 // write stores evs in one transaction (sqliteUpsert makes a replay
 // harmless), applying each interruption marker after the rows before it.
+//
+// It drives the driver's connection directly (sql.Conn.Raw): through
+// database/sql every statement converted and checked each of its 49 × 64
+// arguments, and the driver watched a cancellable context with a
+// goroutine and a progress handler per statement. Here the arguments are
+// a reused []driver.NamedValue, the statements run under a context that
+// is never done, and ctx is checked between statements (at most 64 rows
+// apart) instead.
 func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	if s.conn == nil {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("audit: embedded sink: connection: %w", err)
+		}
+		s.conn = c
+	}
+	err := s.conn.Raw(func(dc any) error { return s.writeRaw(ctx, dc, evs) })
+	if err != nil {
+		// The connection's state is unknown: give it back (database/sql
+		// discards it when the driver called it bad) and start afresh.
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+	return err
+}
+
+// rawConn is what the sink needs of the driver's connection.
+type rawConn interface {
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+}
+
+func (s *sqliteSink) writeRaw(ctx context.Context, dc any, evs []Event) (err error) {
+	c, ok := dc.(rawConn)
+	if !ok {
+		return fmt.Errorf("audit: embedded sink: driver connection %T lacks BeginTx, PrepareContext or ExecContext", dc)
+	}
+	if dc != s.raw {
+		// Not reached (a failed write closes them with its connection);
+		// statements of another connection are never used or closed here.
+		s.stmts, s.blob, s.raw = [len(sqliteRows)]driver.Stmt{}, nil, dc
+	}
+	defer func() {
+		if err != nil {
+			s.closeStmts() // on a connection this write gives back
+		}
+	}()
+	bg := context.Background() // never done: see write
+	tx, err := c.BeginTx(bg, driver.TxOptions{})
 	if err != nil {
 		return fmt.Errorf("audit: embedded sink: begin: %w", err)
 	}
-	defer tx.Rollback()
-	if err := s.writeBlobs(ctx, tx, evs); err != nil {
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := s.writeBlobs(ctx, c, evs); err != nil {
 		return err
 	}
 	for len(evs) > 0 {
@@ -225,16 +276,19 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 		for n < len(evs) && evs[n].State != RowInterruptMark {
 			n++
 		}
-		if err := s.insert(ctx, tx, evs[:n]); err != nil {
+		if err := s.insert(ctx, c, evs[:n]); err != nil {
 			return err
 		}
 		if n < len(evs) {
-			if err := s.interrupt(ctx, tx, &evs[n]); err != nil {
+			if err := s.interrupt(c, &evs[n]); err != nil {
 				return err
 			}
 			n++
 		}
 		evs = evs[n:]
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("audit: embedded sink: commit: %w", err)
@@ -242,12 +296,29 @@ func (s *sqliteSink) write(ctx context.Context, evs []Event, _ bool) error {
 	return nil
 }
 
+// stmt is the prepared insert of sqliteRows[i] rows.
+func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
+	if st := s.stmts[i]; st != nil {
+		return st, nil
+	}
+	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
+	q := "INSERT INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
+		fmt.Sprintf(sqliteUpsert, s.set)
+	st, err := c.PrepareContext(context.Background(), q)
+	if err != nil {
+		return nil, fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
+	}
+	s.stmts[i] = st
+	return st, nil
+}
+
 // interrupt applies an interruption marker: the rows its replica left
 // started become interrupted.
-func (s *sqliteSink) interrupt(ctx context.Context, tx *sql.Tx, m *Event) error {
-	_, err := tx.ExecContext(ctx, `UPDATE requests SET "state" = 'interrupted', "error_code" = 'interrupted',
+func (s *sqliteSink) interrupt(c rawConn, m *Event) error {
+	_, err := c.ExecContext(context.Background(), `UPDATE requests SET "state" = 'interrupted', "error_code" = 'interrupted',
  "error" = 'the gateway stopped before the request finished' WHERE "replica" = ? AND "state" = 'started' AND "time" >= ? AND "time" < ?`,
-		m.Replica, m.Time.UTC().Format(sqliteTimeLayout), m.Until.UTC().Format(sqliteTimeLayout))
+		[]driver.NamedValue{{Ordinal: 1, Value: m.Replica},
+			{Ordinal: 2, Value: m.Time.UTC().Format(sqliteTimeLayout)}, {Ordinal: 3, Value: m.Until.UTC().Format(sqliteTimeLayout)}})
 	if err != nil {
 		return fmt.Errorf("audit: embedded sink: mark %s's unfinished requests interrupted: %w", m.Replica, err)
 	}
@@ -255,14 +326,17 @@ func (s *sqliteSink) interrupt(ctx context.Context, tx *sql.Tx, m *Event) error 
 }
 
 // insert writes evs (no markers) with multi-row statements.
-func (s *sqliteSink) insert(ctx context.Context, tx *sql.Tx, evs []Event) error {
+func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 	for k := 0; k < len(evs); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		i := 0
 		for sqliteRows[i] > len(evs)-k {
 			i++
 		}
 		n := sqliteRows[i]
-		st, err := s.stmt(ctx, i)
+		st, err := s.stmt(c, i)
 		if err != nil {
 			return err
 		}
@@ -271,8 +345,10 @@ func (s *sqliteSink) insert(ctx context.Context, tx *sql.Tx, evs []Event) error 
 			a = appendSQLiteRow(a, &evs[k+j])
 		}
 		s.args = a
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, a...)
-		clear(a) // drop the strings
+		_, err = st.(driver.StmtExecContext).ExecContext(context.Background(), a)
+		for j := range a {
+			a[j].Value = nil // drop the strings
+		}
 		if err != nil {
 			return fmt.Errorf("audit: embedded sink: insert: %w", err)
 		}
@@ -281,34 +357,45 @@ func (s *sqliteSink) insert(ctx context.Context, tx *sql.Tx, evs []Event) error 
 	return nil
 }
 
-// appendSQLiteRow appends e's column values, in Columns order.
-func appendSQLiteRow(a []any, e *Event) []any {
-	a = append(a, e.RequestID, e.Time.UTC().Format(sqliteTimeLayout), e.Replica,
+// appendSQLiteRow appends e's column values, in Columns order, numbered
+// on from len(a).
+func appendSQLiteRow(a []driver.NamedValue, e *Event) []driver.NamedValue {
+	for _, v := range [...]any{e.RequestID, e.Time.UTC().Format(sqliteTimeLayout), e.Replica,
 		e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent,
 		e.Dialect, e.Route, e.Kind, e.Model, e.Stream,
 		e.Backend, e.Node, e.GPUs, int64(e.Attempts),
 		int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone, rowState(e),
-		int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated)
-	for _, v := range [...]uint32{e.TotalUs, e.AuthUs, e.LimitUs, e.ReadUs, e.CheckUs, e.DecodeUs, e.QueueUs, e.EncodeUs, e.BackendUs, e.RespondUs, e.TTFTUs,
-		e.FairnessDelayUs, e.StreamPluginUs, e.Chunks} {
-		a = append(a, int64(v))
+		int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated,
+		int64(e.TotalUs), int64(e.AuthUs), int64(e.LimitUs), int64(e.ReadUs), int64(e.CheckUs), int64(e.DecodeUs), int64(e.QueueUs),
+		int64(e.EncodeUs), int64(e.BackendUs), int64(e.RespondUs), int64(e.TTFTUs),
+		int64(e.FairnessDelayUs), int64(e.StreamPluginUs), int64(e.Chunks),
+		int64(e.BytesIn), int64(e.BytesOut),
+		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ)} {
+		a = append(a, driver.NamedValue{Ordinal: len(a) + 1, Value: v})
 	}
-	return append(a, int64(e.BytesIn), int64(e.BytesOut),
-		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ))
+	return a
 }
 
-// writeBlobs stores evs' blobs in tx; a hash already there is skipped.
-func (s *sqliteSink) writeBlobs(ctx context.Context, tx *sql.Tx, evs []Event) error {
+// writeBlobs stores evs' blobs; a hash already there is skipped.
+func (s *sqliteSink) writeBlobs(ctx context.Context, c rawConn, evs []Event) error {
 	for i := range evs {
 		e := &evs[i]
 		for j := range e.Blobs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if s.blob == nil {
+				st, err := c.PrepareContext(context.Background(), sqliteBlobInsert)
+				if err != nil {
+					return fmt.Errorf("audit: embedded sink: prepare blob insert: %w", err)
+				}
+				s.blob = st
+			}
 			b := &e.Blobs[j]
-			// A blob's time is its latest reference: the content
-			// retention (PruneEmbedded) keeps it while any kept body
-			// names it.
-			if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (sha256, media_type, size, data, time, request_id) VALUES (?, ?, ?, ?, ?, ?)
- ON CONFLICT (sha256) DO UPDATE SET time = max(time, excluded.time)`,
-				b.SHA256, b.MediaType, len(b.Data), []byte(b.Data), e.Time.UTC().Format(sqliteTimeLayout), e.RequestID); err != nil {
+			if _, err := s.blob.(driver.StmtExecContext).ExecContext(context.Background(), []driver.NamedValue{
+				{Ordinal: 1, Value: b.SHA256}, {Ordinal: 2, Value: b.MediaType}, {Ordinal: 3, Value: int64(len(b.Data))},
+				{Ordinal: 4, Value: []byte(b.Data)}, {Ordinal: 5, Value: e.Time.UTC().Format(sqliteTimeLayout)}, {Ordinal: 6, Value: e.RequestID},
+			}); err != nil {
 				return fmt.Errorf("audit: embedded sink: insert blob: %w", err)
 			}
 		}
@@ -316,14 +403,30 @@ func (s *sqliteSink) writeBlobs(ctx context.Context, tx *sql.Tx, evs []Event) er
 	return nil
 }
 
-func (s *sqliteSink) close() error {
-	for _, st := range s.stmts {
+// closeStmts closes the statements prepared on s.raw (inside Raw).
+func (s *sqliteSink) closeStmts() {
+	for i, st := range s.stmts {
 		if st != nil {
-			st.Close()
+			_ = st.Close()
+			s.stmts[i] = nil
 		}
 	}
-	if s.owned {
-		return s.db.Close()
+	if s.blob != nil {
+		_ = s.blob.Close()
+		s.blob = nil
 	}
-	return nil
+	s.raw = nil
+}
+
+func (s *sqliteSink) close() error {
+	var err error
+	if s.conn != nil {
+		err = s.conn.Raw(func(any) error { s.closeStmts(); return nil })
+		err = errors.Join(err, s.conn.Close())
+		s.conn = nil
+	}
+	if s.owned {
+		return errors.Join(err, s.db.Close())
+	}
+	return err
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 )
 
 // A new embedded sink file has sqlitePageSize pages; one written by an
@@ -53,6 +55,91 @@ func TestEmbeddedPageSize(t *testing.T) {
 	s := newSQLiteSink(db, false)
 	defer s.close()
 	if err := s.write(context.Background(), []Event{ev}, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The embedded sink's rows read back as written, batch sizes on either
+// side of its statements' row counts (sqliteRows); an empty text column
+// is stored as an empty string, not NULL; a started row is
+// replaced by its finished one in a later batch and not the other way
+// round; a write that fails (its context done) leaves nothing, and the
+// sink writes again afterwards on a fresh connection.
+func TestSQLiteSinkRows(t *testing.T) {
+	db, err := OpenEmbedded(filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSQLiteSink(db, true)
+	defer s.close()
+	ctx := context.Background()
+	get := NewSQLiteSearcher(db).Get
+	var want []Event
+	for _, n := range []int{1, 3, 64, 85, 129} {
+		evs := make([]Event, n)
+		for i := range evs {
+			fillEvent(&evs[i], testOutcome(len(want)+i), "gw")
+			evs[i].RequestBody = string(testOutcome(i).Request)
+			if i%2 == 0 {
+				evs[i].ErrorCode, evs[i].Error, evs[i].Decision = "upstream", "backend said no", ""
+			}
+		}
+		if err := s.write(ctx, evs, false); err != nil {
+			t.Fatalf("batch of %d: %v", n, err)
+		}
+		want = append(want, evs...)
+	}
+	for _, w := range want {
+		got, err := get(ctx, w.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Blobs, w.Until = nil, time.Time{}
+		if w.State == "" {
+			w.State = RowFinished
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Fatalf("%s reads\n%+v\nwant\n%+v", w.RequestID, got, w)
+		}
+	}
+	var nulls, empty int
+	if err := db.QueryRow(`SELECT count(*) FILTER (WHERE "error" IS NULL OR "decision" IS NULL OR "gpus" IS NULL),
+ count(*) FILTER (WHERE typeof("error") = 'text' AND "error" = '') FROM requests`).Scan(&nulls, &empty); err != nil {
+		t.Fatal(err)
+	}
+	if nulls != 0 || empty == 0 {
+		t.Errorf("%d rows with a NULL text column, %d with an empty error: want none, some", nulls, empty)
+	}
+
+	// A started row, then its finished one in a later batch, then the
+	// started one replayed.
+	var ev Event
+	fillEvent(&ev, testOutcome(1000), "gw")
+	started := ev
+	started.State, started.Status, started.FinishReason = RowStarted, 0, ""
+	for _, b := range [][]Event{{started}, {ev}, {started}} {
+		if err := s.write(ctx, b, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := get(ctx, ev.RequestID); err != nil || got.State != RowFinished || got.Status != ev.Status {
+		t.Errorf("after started, finished, started: state %q, status %d (%v); want %q, %d", got.State, got.Status, err, RowFinished, ev.Status)
+	}
+
+	// A write whose context is done stores nothing; the next one works.
+	fillEvent(&ev, testOutcome(2000), "gw")
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.write(cctx, []Event{ev}, false); err == nil {
+		t.Fatal("a write with its context done succeeded")
+	}
+	if _, err := get(ctx, ev.RequestID); err != ErrNotFound {
+		t.Fatalf("the failed write's row: %v, want ErrNotFound", err)
+	}
+	if err := s.write(ctx, []Event{ev}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get(ctx, ev.RequestID); err != nil {
 		t.Fatal(err)
 	}
 }
