@@ -1,6 +1,10 @@
 package sched
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
 	"github.com/mindrouter/mindrouter/core/backend"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
@@ -69,10 +73,76 @@ const (
 
 // Candidate is one backend considered for a request.
 type Candidate struct {
-	Backend string             `json:"backend"`
-	Failed  string             `json:"failed,omitempty"` // the first hard constraint it failed
-	Score   float64            `json:"score"`
-	Parts   map[string]float64 `json:"parts,omitempty"` // each soft score's weighted contribution
+	Backend string  `json:"backend"`
+	Failed  string  `json:"failed,omitempty"` // the first hard constraint it failed
+	Score   float64 `json:"score"`
+	Parts   Parts   `json:"parts,omitempty"` // each soft score's weighted contribution
+}
+
+// Part is one named entry of Candidate.Parts.
+type Part struct {
+	Name  string
+	Value float64
+}
+
+// Parts are a candidate's score contributions and marks, in the order the
+// Placer wrote them; they encode as one JSON object. A slice, not a map:
+// the server records a decision for every request it audits, and filling
+// and writing eight map entries (hashing, randomised iteration) was most
+// of a decision's cost.
+type Parts []Part
+
+// Get is the value of the part called name, if there is one.
+func (ps Parts) Get(name string) (float64, bool) {
+	for _, p := range ps {
+		if p.Name == name {
+			return p.Value, true
+		}
+	}
+	return 0, false
+}
+
+// MarshalJSON writes ps as a JSON object, in order.
+func (ps Parts) MarshalJSON() ([]byte, error) {
+	var w jsonw.W
+	ps.writeJSON(&w)
+	return w.B, nil
+}
+
+// UnmarshalJSON reads a JSON object of numbers (its keys' order is kept).
+func (ps *Parts) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil {
+		return err
+	} else if t == nil {
+		*ps = nil
+		return nil
+	} else if t != json.Delim('{') {
+		return fmt.Errorf("sched: parts: want an object, got %v", t)
+	}
+	out := (*ps)[:0]
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v float64
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("sched: parts: %v: %w", k, err)
+		}
+		out = append(out, Part{Name: k.(string), Value: v})
+	}
+	*ps = out
+	return nil
+}
+
+func (ps Parts) writeJSON(w *jsonw.W) {
+	w.Obj()
+	for _, p := range ps {
+		w.Key(p.Name)
+		w.Float(p.Value)
+	}
+	w.EndObj()
 }
 
 // Reset clears d for reuse, keeping its storage.
@@ -84,7 +154,7 @@ func (d *Decision) Reset() {
 
 // WriteJSON writes d as encoding/json would from its tags, without
 // reflection or allocation once w's buffers have grown: the server writes
-// one per request for the audit. Parts come in map order.
+// one per request for the audit.
 func (d *Decision) WriteJSON(w *jsonw.W) {
 	w.Obj()
 	w.Key("candidates")
@@ -106,12 +176,7 @@ func (d *Decision) WriteJSON(w *jsonw.W) {
 		w.Float(c.Score)
 		if len(c.Parts) > 0 {
 			w.Key("parts")
-			w.Obj()
-			for k, v := range c.Parts {
-				w.Key(k)
-				w.Float(v)
-			}
-			w.EndObj()
+			c.Parts.writeJSON(w)
 		}
 		w.EndObj()
 	}

@@ -14,7 +14,7 @@ import (
 func TestDecision_WriteJSON(t *testing.T) {
 	for _, d := range []Decision{
 		{},
-		{Candidates: []Candidate{{Backend: "a", Score: 0.75, Parts: map[string]float64{"loaded": 0.3, "latency": 0.05}},
+		{Candidates: []Candidate{{Backend: "a", Score: 0.75, Parts: Parts{{"loaded", 0.3}, {"latency", 0.05}}},
 			{Backend: "b\"x", Failed: "model_missing"}}, Chosen: "a", Deficit: -12.5, Weight: 3, QueueWait: 1500, Position: 4, FairnessWait: 700},
 		{Chosen: "b", QueueWait: 2500, FairnessWait: 1000, FleetSlot: FleetSlotClaimed, FleetWait: 800, FleetKey: 1333.25},
 		{Chosen: "c", FleetSlot: FleetSlotHeld},
@@ -63,4 +63,47 @@ func TestFair_CapabilityError(t *testing.T) {
 	apiErr(t, must2(f.Admit(ctx, &Request{Model: "nope"})), 404, "model_not_found")
 	f = NewFair(FairOptions{Registry: reg, Placer: needsPlacer{}})
 	apiErr(t, must2(f.Admit(ctx, &Request{Model: "m"})), 503, "backend_unavailable")
+}
+
+// Parts encode as an object in their order and decode back in it.
+func TestParts_JSON(t *testing.T) {
+	ps := Parts{{"waiting", 5}, {"loaded", 30}, {"queue_depth", 17.2972972972973}, {"at_capacity", 1}}
+	b, err := json.Marshal(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"waiting":5,"loaded":30,"queue_depth":17.2972972972973,"at_capacity":1}`; string(b) != want {
+		t.Fatalf("marshal %s, want %s", b, want)
+	}
+	var back Parts
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, ps) {
+		t.Fatalf("unmarshal %v, %v", back, err)
+	}
+	if v, ok := back.Get("queue_depth"); !ok || v != 17.2972972972973 {
+		t.Errorf("Get queue_depth = %v, %v", v, ok)
+	}
+	if _, ok := back.Get("latency"); ok {
+		t.Error("Get latency found a part that is not there")
+	}
+	var d Decision
+	if err := json.Unmarshal([]byte(`{"candidates":[{"backend":"a","score":1,"parts":null},{"backend":"b","score":2,"parts":{"x":"y"}}]}`), &d); err == nil {
+		t.Errorf("a part that is not a number decoded: %+v", d)
+	}
+	if err := json.Unmarshal([]byte(`{"candidates":[{"backend":"a","score":1,"parts":[1]}]}`), &d); err == nil {
+		t.Errorf("parts that are not an object decoded: %+v", d)
+	}
+}
+
+// BenchmarkDecision_WriteJSON: a one-candidate decision as the default
+// weights record it, once a request when the audit is on.
+func BenchmarkDecision_WriteJSON(b *testing.B) {
+	d := &Decision{Candidates: []Candidate{{Backend: "fast-vllm", Score: 82.29729729729729,
+		Parts: Parts{{"loaded", 30}, {"gpu_util", 5}, {"queue_depth", 17.2972972972973}, {"latency", 10},
+			{"throughput", 10}, {"priority", 0}, {"kv_cache", 5}, {"waiting", 5}}}}, Chosen: "fast-vllm", Weight: 4}
+	var w jsonw.W
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Reset()
+		d.WriteJSON(&w)
+	}
 }

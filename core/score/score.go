@@ -329,7 +329,7 @@ func compare(x, y *entry) int {
 }
 
 // record appends the ranked entries, then the backends that failed a
-// constraint, to d.Candidates, reusing the storage (Parts maps included)
+// constraint, to d.Candidates, reusing the storage (Parts included)
 // that d.Reset kept.
 func (s *Scorer) record(d *sched.Decision, es []entry, order []int32, req *sched.Request, needs Needs, all []*backend.Backend) {
 	for _, i := range order {
@@ -338,17 +338,17 @@ func (s *Scorer) record(d *sched.Decision, es []entry, order []int32, req *sched
 		c.Score = e.score
 		for k, v := range e.part {
 			if s.w[k] != 0 {
-				c.Parts[partNames[k]] = s.w[k] * v
+				c.Parts = append(c.Parts, sched.Part{Name: partNames[k], Value: s.w[k] * v})
 			}
 		}
 		if e.full {
-			c.Parts[MarkAtCapacity] = 1
+			c.Parts = append(c.Parts, sched.Part{Name: MarkAtCapacity, Value: 1})
 		}
 		if e.excluded {
-			c.Parts[MarkExcluded] = 1
+			c.Parts = append(c.Parts, sched.Part{Name: MarkExcluded, Value: 1})
 		}
 		if e.probe {
-			c.Parts[MarkProbe] = 1
+			c.Parts = append(c.Parts, sched.Part{Name: MarkProbe, Value: 1})
 		}
 	}
 	for _, b := range all {
@@ -365,8 +365,7 @@ func (s *Scorer) record(d *sched.Decision, es []entry, order []int32, req *sched
 }
 
 // nextCandidate appends an empty candidate for backend name to d and
-// returns it, with an empty Parts map (an old one cleared when d's storage
-// holds one).
+// returns it, with empty Parts (keeping the storage of d's old ones).
 func nextCandidate(d *sched.Decision, name string) *sched.Candidate {
 	n := len(d.Candidates)
 	if n < cap(d.Candidates) {
@@ -375,11 +374,10 @@ func nextCandidate(d *sched.Decision, name string) *sched.Candidate {
 		d.Candidates = append(d.Candidates, sched.Candidate{})
 	}
 	c := &d.Candidates[n]
-	parts := c.Parts
+	parts := c.Parts[:0]
 	if parts == nil {
-		parts = make(map[string]float64, nParts+2)
+		parts = make(sched.Parts, 0, nParts+3)
 	}
-	clear(parts)
 	*c = sched.Candidate{Backend: name, Parts: parts}
 	return c
 }

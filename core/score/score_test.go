@@ -216,7 +216,7 @@ func TestScorer_Known(t *testing.T) {
 	setModel(o, canon.DiscoveredModel{Name: "llama3:latest", Loaded: true})
 	d := &sched.Decision{Record: true}
 	got, known := New(DefaultWeights()).Rank(nil, &sched.Request{Model: "llama3"}, []*backend.Backend{o}, d)
-	if !known || names(got) != "o" || d.Candidates[0].Parts["loaded"] != DefaultWeights().Loaded {
+	if !known || names(got) != "o" || part(d.Candidates[0], "loaded") != DefaultWeights().Loaded {
 		t.Fatalf("alias: %v known=%v %+v", names(got), known, d.Candidates)
 	}
 }
@@ -229,10 +229,10 @@ func TestScorer_FullBackendStillRanked(t *testing.T) {
 	if got != "b,a" {
 		t.Fatalf("ranked %q", got)
 	}
-	if c := candidate(t, d, "a"); c.Parts[MarkAtCapacity] != 1 {
+	if c := candidate(t, d, "a"); part(c, MarkAtCapacity) != 1 {
 		t.Fatalf("a not marked full: %+v", c)
 	}
-	if c := candidate(t, d, "b"); c.Parts[MarkAtCapacity] != 0 {
+	if c := candidate(t, d, "b"); part(c, MarkAtCapacity) != 0 {
 		t.Fatalf("b marked full: %+v", c)
 	}
 }
@@ -298,7 +298,7 @@ func TestScorer_Parts(t *testing.T) {
 			}
 			for i, want := range tc.parts {
 				c := candidate(t, d, all[i].Name)
-				if p := c.Parts[partNames[tc.part]]; !near(p, 2*want) || !near(c.Score, p) || len(c.Parts) != 1+len(marks(c)) {
+				if p := part(c, partNames[tc.part]); !near(p, 2*want) || !near(c.Score, p) || len(c.Parts) != 1+len(marks(c)) {
 					t.Errorf("%s: parts %v score %v, want %s = %v", c.Backend, c.Parts, c.Score, partNames[tc.part], 2*want)
 				}
 			}
@@ -318,7 +318,7 @@ func TestScorer_Parts(t *testing.T) {
 func marks(c sched.Candidate) []string {
 	var m []string
 	for _, k := range []string{MarkAtCapacity, MarkExcluded, MarkProbe} {
-		if _, ok := c.Parts[k]; ok {
+		if _, ok := c.Parts.Get(k); ok {
 			m = append(m, k)
 		}
 	}
@@ -336,11 +336,11 @@ func TestScorer_UnknownIsNeutral(t *testing.T) {
 	s := New(Weights{GPUUtil: 1, Throughput: 1, KVCache: 1, Latency: 1})
 	_, d := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all)
 	b := candidate(t, d, "b")
-	if !near(b.Parts["gpu_util"], 0.5) || !near(b.Parts["throughput"], 2.0/3) {
+	if !near(part(b, "gpu_util"), 0.5) || !near(part(b, "throughput"), 2.0/3) {
 		t.Errorf("b's unknown figures: %v", b.Parts)
 	}
 	for _, c := range d.Candidates { // nobody knows kv_cache or latency
-		if !near(c.Parts["kv_cache"], 0.5) || !near(c.Parts["latency"], 0.5) {
+		if !near(part(c, "kv_cache"), 0.5) || !near(part(c, "latency"), 0.5) {
 			t.Errorf("%s: %v", c.Backend, c.Parts)
 		}
 	}
@@ -385,7 +385,7 @@ func TestScorer_Exclude(t *testing.T) {
 	if got != "b,d,a,c" {
 		t.Fatalf("ranked %q", got)
 	}
-	if candidate(t, d, "a").Parts[MarkExcluded] != 1 || candidate(t, d, "b").Parts[MarkExcluded] != 0 {
+	if part(candidate(t, d, "a"), MarkExcluded) != 1 || part(candidate(t, d, "b"), MarkExcluded) != 0 {
 		t.Fatalf("marks: %+v", d.Candidates)
 	}
 	// Only excluded candidates left: they are still offered.
@@ -415,7 +415,7 @@ func TestScorer_Deterministic(t *testing.T) {
 }
 
 // Rank appends to dst; the recorded candidates' parts add up to their
-// scores, best first; d's storage (Parts maps included) is reused after
+// scores, best first; d's storage (Parts included) is reused after
 // Reset; without Record nothing is recorded.
 func TestScorer_Decision(t *testing.T) {
 	all := backends(t, 3)
@@ -437,9 +437,9 @@ func TestScorer_Decision(t *testing.T) {
 	}
 	for _, c := range d.Candidates[:2] {
 		sum := 0.0
-		for k, v := range c.Parts {
-			if k != MarkAtCapacity && k != MarkExcluded {
-				sum += v
+		for _, p := range c.Parts {
+			if p.Name != MarkAtCapacity && p.Name != MarkExcluded {
+				sum += p.Value
 			}
 		}
 		if !near(sum, c.Score) || len(c.Parts) != nParts || c.Score <= 0 || c.Score > 100 {
@@ -454,8 +454,8 @@ func TestScorer_Decision(t *testing.T) {
 	if _, _ = s.Rank(nil, &sched.Request{Model: "m"}, all, d); len(d.Candidates) != 3 {
 		t.Fatalf("after Reset: %+v", d.Candidates)
 	}
-	if fmt.Sprintf("%p", d.Candidates[0].Parts) != fmt.Sprintf("%p", bParts) {
-		t.Error("Parts map not reused after Reset")
+	if &d.Candidates[0].Parts[0] != &bParts[0] {
+		t.Error("Parts storage not reused after Reset")
 	}
 	off := &sched.Decision{}
 	if _, _ = s.Rank(nil, &sched.Request{Model: "m"}, all, off); len(off.Candidates) != 0 {
@@ -576,7 +576,7 @@ func TestScorer_ProbeDueFirst(t *testing.T) {
 	if got != "c,a,b" {
 		t.Fatalf("probe due: ranked %q, want c,a,b", got)
 	}
-	if candidate(t, d, "c").Parts[MarkProbe] != 1 || candidate(t, d, "a").Parts[MarkProbe] != 0 {
+	if part(candidate(t, d, "c"), MarkProbe) != 1 || part(candidate(t, d, "a"), MarkProbe) != 0 {
 		t.Fatalf("marks: %+v", d.Candidates)
 	}
 	if got, _ := rank(t, s, &sched.Request{Model: "m", Exclude: []*backend.Backend{c}}, Needs{}, all); got != "a,b,c" {
@@ -593,4 +593,10 @@ func TestScorer_ProbeDueFirst(t *testing.T) {
 	if got, _ := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all); got != "a,b,c" {
 		t.Fatalf("closed again: ranked %q, want a,b,c", got)
 	}
+}
+
+// part is c's part called name (0 when it has none).
+func part(c sched.Candidate, name string) float64 {
+	v, _ := c.Parts.Get(name)
+	return v
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
@@ -39,6 +40,28 @@ func TestFloat(t *testing.T) {
 	}
 	if got := string(Float(nil, math.NaN())); got != "null" {
 		t.Errorf("NaN = %s", got)
+	}
+}
+
+// The whole-number fast path writes what strconv's shortest form does.
+func TestFloat_WholeNumbers(t *testing.T) {
+	fs := []float64{0, math.Copysign(0, -1), 1, -1, 30, 17, -250, 999999999999999, -999999999999999,
+		1e15, 1e15 + 1, 1 << 53, 1e20, 12345.5, 0.5, -0.5}
+	for i := range 2000 {
+		fs = append(fs, float64(i*i*i)-1e6, math.Ldexp(float64(i), i%60))
+	}
+	for _, f := range fs {
+		fm := byte('f')
+		if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+			fm = 'e'
+		}
+		want := strconv.AppendFloat(nil, f, fm, -1, 64)
+		if fm == 'e' {
+			continue // not whole numbers below 1e15: the path under test is not taken
+		}
+		if got := Float(nil, f); string(got) != string(want) {
+			t.Errorf("Float(%v) = %s, want %s", f, got, want)
+		}
 	}
 }
 
