@@ -112,10 +112,13 @@ type Recorder struct {
 	// The spool goroutine's (Close's once Run has returned).
 	spare  []Event
 	buf    []byte
+	ends   []int64       // the spool offset after each record of buf
 	linger *time.Timer   // CommitDelay's
 	group  int           // commitGroup, or MaxQueue if smaller
 	wake   chan struct{} // the spool goroutine: the queue became non-empty, or reached commitGroup
 	kick   chan struct{} // the sink goroutine: a full batch is spooled
+	ho     handoff       // spooled events passed to the sink goroutine in memory
+	handed atomic.Uint64 // events the sink goroutine took from ho, not from disk
 
 	full      atomic.Bool // the spool is at MaxSpoolBytes
 	spooled   atomic.Uint64
@@ -611,15 +614,17 @@ func (r *Recorder) spoolGroup() (more bool, err error) {
 	r.queue, r.spare = r.spare[:0], nil
 	clear(r.startedAt)
 	r.mu.Unlock()
-	buf := r.buf[:0]
+	buf, ends, start := r.buf[:0], r.ends[:0], r.sp.end
 	for i := range batch {
 		r.prepare(&batch[i])
 		at := len(buf)
 		buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // the header, filled by frameRecord
 		buf = appendEvent(buf, &batch[i])
 		frameRecord(buf, at)
+		ends = append(ends, start+int64(len(buf)))
+		asDecoded(&batch[i])
 	}
-	r.buf = buf
+	r.buf, r.ends = buf, ends
 	if err := r.sp.appendRecords(buf); err != nil {
 		r.mu.Lock()
 		r.queue = append(batch, r.queue...)
@@ -629,6 +634,7 @@ func (r *Recorder) spoolGroup() (more bool, err error) {
 		r.mu.Unlock()
 		return true, err
 	}
+	r.ho.add(batch, start, ends)
 	r.spooled.Add(uint64(len(batch)))
 	r.stampSpooled(r.sp.durable.Load())
 	if r.sp.bytes() >= r.o.MaxSpoolBytes && !r.full.Swap(true) {
@@ -682,7 +688,14 @@ func (r *Recorder) sinkLoop(ctx context.Context, spooled <-chan struct{}) {
 			var end int64
 			var damaged int
 			start := r.sp.pos
-			evs, end, damaged, err = r.sp.readBatch(evs, r.o.BatchRows)
+			var limit int64
+			var held bool
+			if evs, end, limit, held = r.ho.take(evs, start, r.o.BatchRows, maxBatchBytes); held {
+				r.sp.pos = end
+				r.handed.Add(uint64(len(evs)))
+			} else {
+				evs, end, damaged, err = r.sp.readBatch(evs, r.o.BatchRows, limit)
+			}
 			if damaged > 0 {
 				r.damaged.Add(uint64(damaged))
 				r.pending.Add(-int64(damaged))

@@ -368,7 +368,7 @@ func TestSpoolZeroedTail(t *testing.T) {
 	if err := sp.appendRecords(spoolRecords(3, 1)); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, damaged, err := sp.readBatch(nil, 100)
+	evs, _, damaged, err := sp.readBatch(nil, 100, -1)
 	if err != nil || damaged != 0 {
 		t.Fatal(err, damaged)
 	}
@@ -439,7 +439,7 @@ func TestSpoolTornRecord(t *testing.T) {
 	if err := sp.appendRecords(buf[:whole/3]); err != nil { // record 0 again
 		t.Fatal(err)
 	}
-	evs, _, damaged, err := sp.readBatch(nil, 100)
+	evs, _, damaged, err := sp.readBatch(nil, 100, -1)
 	if err != nil || damaged != 0 {
 		t.Fatal(err, damaged)
 	}
@@ -475,7 +475,7 @@ func TestSpoolDamagedRecord(t *testing.T) {
 	if err := sp.appendRecords(buf); err != nil {
 		t.Fatal(err)
 	}
-	evs, end, damaged, err := sp.readBatch(nil, 100)
+	evs, end, damaged, err := sp.readBatch(nil, 100, -1)
 	if err != nil || damaged != 1 || len(evs) != 2 || end != int64(len(buf)) {
 		t.Fatalf("read %d events, %d damaged, end %d, err %v", len(evs), damaged, end, err)
 	}

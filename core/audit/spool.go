@@ -350,11 +350,15 @@ func frameRecord(buf []byte, at int) {
 func (s *spool) bytes() int64 { return s.durable.Load() - s.acked.Load() }
 
 // readBatch decodes up to max records from the read position into evs
-// (reusing its backing array) and returns them and the offset after the
-// last; damaged records are skipped and counted.
-func (s *spool) readBatch(evs []Event, max int) (out []Event, end int64, damaged int, err error) {
+// (reusing its backing array), not past until when it is ≥ 0, and
+// returns them and the offset after the last; damaged records are skipped
+// and counted.
+func (s *spool) readBatch(evs []Event, max int, until int64) (out []Event, end int64, damaged int, err error) {
 	evs = evs[:0]
 	limit := s.durable.Load()
+	if until >= 0 {
+		limit = min(limit, until)
+	}
 	// Bytes bound a batch too: events with large content or blobs would
 	// otherwise hold BatchRows times their size in memory.
 	for from := s.pos; len(evs) < max && s.pos < limit && s.pos-from < maxBatchBytes; {
