@@ -129,24 +129,17 @@ func (ex *exchange) observeBackend() {
 // known once the request is admitted (finish and noteStarted).
 func (ex *exchange) fillKnown() {
 	o := &ex.out
-	// Called at admission and again at finish: what the first call
-	// converted is kept (the Outcome is reset per request).
-	if o.ClientIP == "" && ex.ip.IsValid() {
+	if ex.ip.IsValid() {
 		o.ClientIP = ex.ip.String()
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = string(ex.ua)
-	}
+	o.UserAgent = string(ex.ua)
 	o.UserID = ex.principal.UserID
 	if ex.backend != nil {
 		o.Node, o.GPUs = ex.backend.Placement()
 	}
 	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
-		if !ex.decFresh { // else written at admission, for the same decision
-			ex.decW.Reset()
-			ex.decision.WriteJSON(&ex.decW)
-			ex.decFresh = true
-		}
+		ex.decW.Reset()
+		ex.decision.WriteJSON(&ex.decW)
 		o.Decision = ex.decW.B // the observers copy it
 		o.FairnessDelay = time.Duration(ex.decision.FairnessWait) * time.Microsecond
 	}

@@ -124,7 +124,6 @@ type upstream struct {
 	sreq     sched.Request
 	decision sched.Decision // the scheduler's, when the audit records it
 	decW     jsonw.W        // its JSON for the observers (reused)
-	decFresh bool           // decW is decision's JSON: no Admit since it was written
 	lease    sched.Lease
 	backend  *backend.Backend
 	brk      backend.Ticket // the current attempt's claim on its backend's breaker
@@ -157,7 +156,6 @@ func (up *upstream) reset(recordDecisions bool) {
 	r.Exclude = r.Exclude[:0]
 	r.Needs = sched.Needs{}
 	r.Decision = nil
-	up.decFresh = false
 	if recordDecisions {
 		up.decision.Record = true
 		up.decision.Reset()

@@ -194,7 +194,6 @@ func (a attempt) another(ex *exchange) bool {
 	ex.lease = nil
 	ex.sreq.Exclude = append(ex.sreq.Exclude, tried)
 	ex.bresp.Reset()
-	ex.decFresh = false // the admitter records its new decision
 	l, err := a.s.admitter.Admit(ex.ctx, &ex.sreq)
 	if err != nil {
 		return false
