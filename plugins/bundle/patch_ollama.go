@@ -30,6 +30,7 @@ type openaiOllama struct {
 	s    scanner
 	tmp  []byte // unescape scratch
 	hdr  []byte // a stream chunk's opening, the same for every chunk of a call
+	pre  []byte // a content chunk's event up to its content string
 	tmpl lineTemplate
 	st   sdk.StateWriter
 
@@ -304,6 +305,7 @@ func (p *openaiOllama) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte,
 	includeUsage := string(inc) == "1"
 	p.hdr = appendHeader(p.hdr[:0], id, model, created, "chat.completion.chunk")
 	p.hdr = append(p.hdr, `,"choices":[`...)
+	p.pre = append(append(append(p.pre[:0], "data: "...), p.hdr...), `{"index":0,"delta":{"content":`...)
 
 	b := out.Body
 	chunks := 0 // the canonical chunks ollama would have given
@@ -329,9 +331,15 @@ func (p *openaiOllama) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte,
 			}
 			plain = true
 			chunks++
-			// A choice's first delta always writes its role.
-			b = appendChunkEvent(b, p.hdr, ev, l.content, canon.FinishNone, newRoles == 0, &p.tmp)
-			newRoles = 1
+			if newRoles == 0 {
+				// A choice's first delta always writes its role.
+				b = appendChunkEvent(b, p.hdr, ev, l.content, canon.FinishNone, true, &p.tmp)
+				newRoles = 1
+			} else {
+				// appendChunkEvent's later content delta, from p.pre.
+				b = appendStr(append(b, p.pre...), ev, l.content, &p.tmp)
+				b = append(b, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+			}
 			r.OutputTokens += sdk.OutputTokens(strLen(ev, l.content))
 		}
 		if l.done {
