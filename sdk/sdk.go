@@ -101,6 +101,11 @@
 //
 //	sdk.TranslatorPart(openai.Manifest(), openai.New()).Patch("vllm", patch)
 //
+// A pair whose backend format is close to the client's can have one too,
+// declining the ops it does not cover (the first-party bundle's openai ×
+// ollama patch rewrites Ollama's responses and stream lines and declines
+// every request).
+//
 // NewBundle resolves the adapter's name to its index (and panics when no
 // adapter has it). On a fused op naming that translator and that adapter,
 // the dispatcher first offers the call to the patch (PatchRequest,

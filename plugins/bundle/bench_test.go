@@ -129,3 +129,46 @@ func BenchmarkOpenAIToVLLM(b *testing.B) {
 		})
 	}
 }
+
+// ollamaStreamBatch is 20 content lines of an Ollama /api/chat stream,
+// mid-stream (each with its own created_at, as Ollama writes them), with
+// the fused state after the stream's first line.
+func ollamaStreamBatch(b testing.TB) (events, fstate []byte) {
+	line := func(i int, content string) []byte {
+		return []byte(`{"model":"llama3.2","created_at":"2025-10-26T17:15:24.` + strconv.Itoa(100000+i*11317) +
+			`Z","message":{"role":"assistant","content":"` + content + `"},"done":false}`)
+	}
+	for i := range 20 {
+		events = abi.AppendItem(events, line(i+1, " word"+strconv.Itoa(i)))
+	}
+	var buf []byte
+	f := hostCall(b, New(), abi.OpFusedStream, &buf, OpenAI, Ollama, abi.FlagFirst, nil, metaList(headerMeta...),
+		abi.AppendItem(nil, line(0, "The")))
+	return events, bytes.Clone(f.State)
+}
+
+// BenchmarkOpenAIToOllama is OpenAI ← Ollama's response and a 20-line
+// stream batch, fused: with the openai×ollama patch and without it.
+func BenchmarkOpenAIToOllama(b *testing.B) {
+	resp := read(b, filepath.Join("..", "ollama/testdata/response/text.ollama.json"))
+	hdr := metaList(headerMeta...)
+	events, fstate := ollamaStreamBatch(b)
+	for _, f := range fusedBundles {
+		b.Run("response/"+f.name, func(b *testing.B) {
+			p := f.new()
+			var b1 []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				hostCall(b, p, abi.OpFusedResponse, &b1, OpenAI, Ollama, 0, nil, hdr, resp)
+			}
+		})
+		b.Run("stream20/"+f.name, func(b *testing.B) {
+			p := f.new()
+			var b1 []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				hostCall(b, p, abi.OpFusedStream, &b1, OpenAI, Ollama, 0, fstate, hdr, events)
+			}
+		})
+	}
+}

@@ -38,13 +38,15 @@ const (
 )
 
 // Parts returns fresh components in index order, the openai translator
-// with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM). The
+// with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM) and its
+// patch for ollama's responses and streams (openaiOllama). The
 // responses translator has no patch: its requests always take the fused
 // canonical path (a patch is per translator component, so the openai
 // patch never sees a Responses route).
 func Parts() []sdk.Component {
 	p := parts()
-	p[OpenAI] = p[OpenAI].Patch(vllm.Manifest().Name, newOpenAIVLLM())
+	p[OpenAI] = p[OpenAI].Patch(vllm.Manifest().Name, newOpenAIVLLM()).
+		Patch(ollama.Manifest().Name, newOpenAIOllama())
 	return p
 }
 

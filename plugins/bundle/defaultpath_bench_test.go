@@ -25,12 +25,14 @@ type defaultPathCall struct {
 
 // defaultPathCalls are the fused calls a plain and a streamed OpenAI chat
 // request makes on the default plugins.yaml (the bundle), on vLLM (the
-// patch) and on Ollama (the components): request, response, and a
-// mid-stream batch.
+// patch) and on Ollama (the openai×ollama patch for the response and
+// streams, the components for the request): request, response, a whole
+// 3-line stream and, on both, a 20-event mid-stream batch.
 func defaultPathCalls(b testing.TB) []defaultPathCall {
 	reqMeta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "32768")...)
 	hdr := metaList(headerMeta...)
 	events, _, _, fstate := streamBatch(b)
+	ollama20, ollamaState := ollamaStreamBatch(b)
 	var ollamaEvents [][]byte
 	for _, l := range bytes.Split(read(b, filepath.Join("..", "ollama/testdata/stream/length.ndjson")), []byte("\n")) {
 		if len(bytes.TrimSpace(l)) > 0 {
@@ -44,6 +46,7 @@ func defaultPathCalls(b testing.TB) []defaultPathCall {
 		{"ollama/request", abi.OpFusedRequest, Ollama, 0, nil, reqMeta, []byte(gatewayChat)},
 		{"ollama/response", abi.OpFusedResponse, Ollama, 0, nil, hdr, read(b, filepath.Join("..", "ollama/testdata/response/text.ollama.json"))},
 		{"ollama/stream3", abi.OpFusedStream, Ollama, abi.FlagFirst, nil, hdr, list(ollamaEvents)},
+		{"ollama/stream20", abi.OpFusedStream, Ollama, 0, ollamaState, hdr, ollama20},
 	}
 }
 

@@ -530,12 +530,21 @@ func (t *eventTemplate) match(ev []byte, ch *backendChoice) bool {
 // (openai's encodeChunk and appendChunkChoice), or nothing when the choice
 // adds nothing the client has not seen.
 func (p *openaiVLLM) appendChoiceEvent(b, src []byte, ch *backendChoice, first bool) []byte {
-	hasContent := ch.content.kind == kStr && ch.content.a != ch.content.b
-	if !first && !hasContent && ch.finish == canon.FinishNone {
+	return appendChunkEvent(b, p.hdr, src, ch.content, ch.finish, first, &p.tmp)
+}
+
+// appendChunkEvent writes the SSE event of a chunk whose choice 0 has the
+// content span (of src; kNone for none) and finish reason, after hdr (the
+// chunk's opening up to its choices array), or nothing when the choice adds
+// nothing the client has not seen; first: the choice's first delta, which
+// writes the role. tmp is appendStr's scratch.
+func appendChunkEvent(b, hdr, src []byte, content span, finish canon.FinishReason, first bool, tmp *[]byte) []byte {
+	hasContent := content.kind == kStr && content.a != content.b
+	if !first && !hasContent && finish == canon.FinishNone {
 		return b
 	}
 	b = append(b, "data: "...)
-	b = append(b, p.hdr...)
+	b = append(b, hdr...)
 	b = append(b, `{"index":0,"delta":{`...)
 	if first {
 		b = append(b, `"role":"assistant"`...)
@@ -544,15 +553,15 @@ func (p *openaiVLLM) appendChoiceEvent(b, src []byte, ch *backendChoice, first b
 		if first {
 			b = append(b, ',')
 		}
-		b = appendStr(append(b, `"content":`...), src, ch.content, &p.tmp)
+		b = appendStr(append(b, `"content":`...), src, content, tmp)
 	} else if first {
 		b = append(b, `,"content":""`...)
 	}
 	b = append(b, `},"logprobs":null,"finish_reason":`...)
-	if ch.finish == canon.FinishNone {
+	if finish == canon.FinishNone {
 		b = append(b, "null"...)
 	} else {
-		b = append(append(append(b, '"'), ch.finish...), '"')
+		b = append(append(append(b, '"'), finish...), '"')
 	}
 	return append(b, "}]}\n\n"...)
 }

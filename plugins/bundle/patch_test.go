@@ -22,9 +22,12 @@ import (
 // bytes, which the tests check too (fused_test.go's byte-exact fused ==
 // canonical tests run with the patch in the bundle as well).
 
-// patchPair is the bundle with and without the patch.
+// patchPair is the bundle with and without a patch of the openai
+// translator: for vllm (newPatchPair) or ollama (newOllamaPair, in
+// patch_ollama_test.go).
 type patchPair struct {
-	pt            *openaiVLLM
+	counts        *[3]int // the patch's handled calls, by kind
+	ai            uint16  // the adapter the calls go to
 	patched, full *sdk.Plugin
 }
 
@@ -32,7 +35,7 @@ func newPatchPair() *patchPair {
 	pt := newOpenAIVLLM()
 	ps := parts()
 	ps[OpenAI] = ps[OpenAI].Patch("vllm", pt)
-	return &patchPair{pt: pt, patched: sdk.NewBundle(Name, Version, ps...), full: sdk.NewBundle(Name, Version, parts()...)}
+	return &patchPair{counts: &pt.handled, ai: VLLM, patched: sdk.NewBundle(Name, Version, ps...), full: sdk.NewBundle(Name, Version, parts()...)}
 }
 
 // jsonSame reports whether two bodies are the same JSON value.
@@ -80,17 +83,17 @@ func compare(got, want res, stream bool) string {
 // request runs one fused request both ways; handled reports whether the
 // patch took it.
 func (pp *patchPair) request(t testing.TB, meta, body []byte) (handled bool, diff string) {
-	h := pp.pt.handled[patchReq]
-	got := do(t, pp.patched, abi.OpFusedRequest, input(OpenAI, VLLM, 0, nil, meta, body))
-	want := do(t, pp.full, abi.OpFusedRequest, input(OpenAI, VLLM, 0, nil, meta, body))
-	return pp.pt.handled[patchReq] > h, compare(got, want, false)
+	h := pp.counts[patchReq]
+	got := do(t, pp.patched, abi.OpFusedRequest, input(OpenAI, pp.ai, 0, nil, meta, body))
+	want := do(t, pp.full, abi.OpFusedRequest, input(OpenAI, pp.ai, 0, nil, meta, body))
+	return pp.counts[patchReq] > h, compare(got, want, false)
 }
 
 func (pp *patchPair) response(t testing.TB, meta, body []byte) (handled bool, diff string) {
-	h := pp.pt.handled[patchResp]
-	got := do(t, pp.patched, abi.OpFusedResponse, input(OpenAI, VLLM, 0, nil, meta, body))
-	want := do(t, pp.full, abi.OpFusedResponse, input(OpenAI, VLLM, 0, nil, meta, body))
-	return pp.pt.handled[patchResp] > h, compare(got, want, false)
+	h := pp.counts[patchResp]
+	got := do(t, pp.patched, abi.OpFusedResponse, input(OpenAI, pp.ai, 0, nil, meta, body))
+	want := do(t, pp.full, abi.OpFusedResponse, input(OpenAI, pp.ai, 0, nil, meta, body))
+	return pp.counts[patchResp] > h, compare(got, want, false)
 }
 
 // stream runs a stream both ways, batch by batch as the relay does (each
@@ -105,11 +108,11 @@ func (pp *patchPair) stream(t testing.TB, meta []byte, batches [][][]byte) (hand
 		if !end {
 			events = batches[i]
 		}
-		h := pp.pt.handled[patchStream]
-		got := do(t, pp.patched, abi.OpFusedStream, input(OpenAI, VLLM, flags(first, end), sp, meta, list(events)))
-		want := do(t, pp.full, abi.OpFusedStream, input(OpenAI, VLLM, flags(first, end), sf, meta, list(events)))
+		h := pp.counts[patchStream]
+		got := do(t, pp.patched, abi.OpFusedStream, input(OpenAI, pp.ai, flags(first, end), sp, meta, list(events)))
+		want := do(t, pp.full, abi.OpFusedStream, input(OpenAI, pp.ai, flags(first, end), sf, meta, list(events)))
 		calls++
-		if pp.pt.handled[patchStream] > h {
+		if pp.counts[patchStream] > h {
 			handled++
 		}
 		if d := compare(got, want, true); d != "" {
@@ -470,7 +473,8 @@ var mutKeys = []string{"logprobs", "reasoning_content", "reasoning", "tool_calls
 	"function", "parameters", "strict", "response_format", "json_schema", "schema", "text", "refusal", "image_url",
 	"delta", "message", "choices", "prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details",
 	"cached_tokens", "completion_tokens_details", "reasoning_tokens", "id", "arguments", "description", "tool_choice",
-	"parallel_tool_calls", "budget_tokens", "extra"}
+	"parallel_tool_calls", "budget_tokens", "extra", "done", "done_reason", "eval_count", "prompt_eval_count",
+	"created_at", "response", "images"}
 
 var mutVals = []string{`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `2`, `0.5`, `1.5`, `1e3`, `2.0`, `1E-7`, `99999999999`,
 	`12345678901234567890`, `""`, `"x"`, `"stop"`, `"length"`, `"tool_calls"`, `"error"`, `"assistant"`, `"user"`,
@@ -478,7 +482,7 @@ var mutVals = []string{`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `2`, `0.5`
 	`"auto"`, `"none"`, `"required"`, `"low"`, `"high"`, `"xhigh"`, `"minimal"`, `"enabled"`, `"disabled"`,
 	`"<think>a</think>b"`, `"a</think>b"`, `"\u2028"`, `"é\u00e9"`, `"\ud83d\ude00"`, `"\/\b\f"`, `"tab\there"`,
 	`{}`, `[]`, `[1]`, `[""]`, `["a","",null]`, `{"type":"text","text":"hi"}`, `{"type":"image_url","image_url":{"url":"https://x"}}`,
-	`{"include_usage":true}`, `{"enable_thinking":false}`, `{"type":"object"}`, `{"name":"f"}`,
+	`"load"`, `" <x"`, `"  "`, `"<think>"`, `{"include_usage":true}`, `{"enable_thinking":false}`, `{"type":"object"}`, `{"name":"f"}`,
 	`[{"index":0,"delta":{"content":"a"}}]`, `{"prompt_tokens":3,"completion_tokens":4}`}
 
 // mutate returns a variation of doc (one of docs may lend it a value).

@@ -188,3 +188,15 @@ func (s *streamState) role() canon.Role {
 	s.roleSent = true
 	return canon.RoleAssistant
 }
+
+// PatchState is the stream state blob of a stream that has sent the
+// assistant role and seen no tool call, with its content started plain (not
+// with <think>, plain) or not started, and the done line decoded or not:
+// the states the bundle's openai×ollama patch writes and passes through.
+func PatchState(plain, done bool) []byte {
+	s := streamState{roleSent: true, done: done}
+	if plain {
+		s.think.Mode = thinktag.Plain
+	}
+	return s.append(nil)
+}
