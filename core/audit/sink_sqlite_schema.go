@@ -16,9 +16,9 @@ import (
 // Usage, docs/audit.md's queries) see the table they always saw.
 //
 // Why: every bound value costs the driver a name lookup, a bind under the
-// connection's mutex, an unbind, and for text a C copy; the VM one more
-// register per value and column. 49 values a row were about a third of
-// the row's CPU; 19 and one text of 30 values cost less (bench/RESULTS.md).
+// connection's mutex, an unbind, and for text a C malloc, copy and free;
+// the VM a register and a record field. 19 values a row instead of 49 take
+// 36 % fewer instructions a row and 17-30 % less CPU (bench/RESULTS.md).
 
 // sqliteHot are request_rows' columns before cold, in table order, with
 // their types.
