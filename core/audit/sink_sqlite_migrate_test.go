@@ -280,3 +280,23 @@ func TestEmbeddedQueryPlans(t *testing.T) {
 		}
 	}
 }
+
+// Every column of Event is stored once: in request_rows or in cold.
+func TestSQLiteColumnsSplit(t *testing.T) {
+	seen := map[string]int{}
+	for _, c := range sqliteHot {
+		seen[c[0]]++
+	}
+	for _, c := range sqliteCold {
+		seen[c]++
+	}
+	for _, c := range Columns {
+		if seen[c] != 1 {
+			t.Errorf("column %s stored %d times", c, seen[c])
+		}
+		delete(seen, c)
+	}
+	for c := range seen {
+		t.Errorf("%s is stored but not a column of Event", c)
+	}
+}

@@ -44,13 +44,6 @@ var sqliteCold = [...]string{
 	"fairness_delay_us", "stream_plugin_us", "chunks", "bytes_in", "bytes_out",
 }
 
-// sqliteTextCold are the columns of sqliteCold that are text (JSON
-// strings); the others are integers (booleans 0 or 1).
-var sqliteTextCold = map[string]bool{
-	"key_id": true, "client_ip": true, "user_agent": true, "dialect": true, "route": true, "kind": true,
-	"backend": true, "node": true, "gpus": true, "finish_reason": true,
-}
-
 // sqliteTables are the embedded sink's tables and indexes: request_rows
 // (one row per request id: the primary key makes a replayed batch
 // harmless), and blobs as in ClickHouse (schema/0002_blobs.sql), one per
