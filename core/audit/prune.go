@@ -52,8 +52,8 @@ func PruneEmbedded(ctx context.Context, db *sql.DB, now time.Time, r Retention) 
 		}
 	}
 	if r.Rows > 0 {
-		if err := loop("rows", `DELETE FROM requests WHERE rowid IN
- (SELECT rowid FROM requests WHERE "time" < ? AND "state" != 'started' LIMIT ?)`, now.Add(-r.Rows), &res.Rows); err != nil {
+		if err := loop("rows", `DELETE FROM request_rows WHERE rowid IN
+ (SELECT rowid FROM request_rows WHERE "time" < ? AND "state" != 'started' LIMIT ?)`, now.Add(-r.Rows), &res.Rows); err != nil {
 			return res, err
 		}
 	}
@@ -62,8 +62,8 @@ func PruneEmbedded(ctx context.Context, db *sql.DB, now time.Time, r Retention) 
 		content = r.Rows // a deleted row's blobs go with it
 	}
 	if content > 0 {
-		if err := loop("content", `UPDATE requests SET request_body = '', response_body = '', content_truncated = 1 WHERE rowid IN
- (SELECT rowid FROM requests WHERE "time" < ? AND (request_body != '' OR response_body != '') LIMIT ?)`, now.Add(-content), &res.Cleared); err != nil {
+		if err := loop("content", `UPDATE request_rows SET request_body = '', response_body = '', content_truncated = 1 WHERE rowid IN
+ (SELECT rowid FROM request_rows WHERE "time" < ? AND (request_body != '' OR response_body != '') LIMIT ?)`, now.Add(-content), &res.Cleared); err != nil {
 			return res, err
 		}
 		if err := loop("blobs", `DELETE FROM blobs WHERE rowid IN (SELECT rowid FROM blobs WHERE "time" < ? LIMIT ?)`,

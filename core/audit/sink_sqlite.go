@@ -15,30 +15,6 @@ import (
 	_ "modernc.org/sqlite" // the embedded sink's driver
 )
 
-// sqliteSchema is the embedded sink's tables: requests, Event's columns with the
-// same names as in ClickHouse, time as UTC text in sqliteTimeLayout, one
-// row per request id (the primary key makes a replayed batch harmless);
-// and blobs, as in ClickHouse (schema/0002_blobs.sql), one per hash.
-const sqliteSchema = `CREATE TABLE IF NOT EXISTS requests (
- request_id TEXT PRIMARY KEY, time TEXT NOT NULL, replica TEXT NOT NULL,
- user_id INTEGER NOT NULL, user TEXT NOT NULL, "group" TEXT NOT NULL, key_id TEXT NOT NULL, client_ip TEXT NOT NULL, user_agent TEXT NOT NULL,
- dialect TEXT NOT NULL, route TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL, stream INTEGER NOT NULL,
- backend TEXT NOT NULL, node TEXT NOT NULL, gpus TEXT NOT NULL, attempts INTEGER NOT NULL,
- status INTEGER NOT NULL, error_code TEXT NOT NULL, error TEXT NOT NULL, finish_reason TEXT NOT NULL, client_gone INTEGER NOT NULL,
- state TEXT NOT NULL DEFAULT 'finished',
- prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, reasoning_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, tokens_estimated INTEGER NOT NULL,
- total_us INTEGER NOT NULL, auth_us INTEGER NOT NULL, limit_us INTEGER NOT NULL, read_us INTEGER NOT NULL, check_us INTEGER NOT NULL, decode_us INTEGER NOT NULL, queue_us INTEGER NOT NULL, encode_us INTEGER NOT NULL, backend_us INTEGER NOT NULL, respond_us INTEGER NOT NULL, ttft_us INTEGER NOT NULL,
- fairness_delay_us INTEGER NOT NULL DEFAULT 0, stream_plugin_us INTEGER NOT NULL DEFAULT 0,
- chunks INTEGER NOT NULL, bytes_in INTEGER NOT NULL, bytes_out INTEGER NOT NULL,
- request_body TEXT NOT NULL, response_body TEXT NOT NULL, content_truncated INTEGER NOT NULL,
- decision TEXT NOT NULL, energy_j REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS requests_time ON requests (time);
-CREATE INDEX IF NOT EXISTS requests_user_time ON requests (user, time);
-CREATE INDEX IF NOT EXISTS requests_model_time ON requests (model, time);
-CREATE TABLE IF NOT EXISTS blobs (
- sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT NULL, data BLOB NOT NULL,
- time TEXT NOT NULL, request_id TEXT NOT NULL)`
-
 // OpenEmbedded opens (creating it if needed) the embedded sink's SQLite
 // file, as the recorder writes it and the admin API reads it.
 func OpenEmbedded(path string) (*sql.DB, error) {
@@ -68,13 +44,17 @@ func OpenEmbedded(path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	if _, err := db.Exec(sqliteSchema); err != nil {
+	if _, err := db.Exec(sqliteTables); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("audit: create the embedded sink's table in %s: %w", path, err)
 	}
 	if err := migrateSQLite(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("audit: migrate the embedded sink in %s: %w", path, err)
+	}
+	if _, err := db.Exec(sqliteView); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("audit: create the embedded sink's view in %s: %w", path, err)
 	}
 	return db, nil
 }
@@ -113,52 +93,6 @@ func createEmbedded(path string) error {
 	return nil
 }
 
-// sqliteAdded are the columns added to requests after its first release
-// (ClickHouse's schema/0003_timings.sql and 0004_state.sql), with their
-// definitions: a file written by an earlier release gets them, its rows
-// reading 0 and finished.
-var sqliteAdded = [...][2]string{
-	{"fairness_delay_us", "INTEGER NOT NULL DEFAULT 0"},
-	{"stream_plugin_us", "INTEGER NOT NULL DEFAULT 0"},
-	{"state", "TEXT NOT NULL DEFAULT 'finished'"},
-}
-
-// migrateSQLite adds the columns of sqliteAdded that requests lacks
-// (SQLite has no ADD COLUMN IF NOT EXISTS); the write lock of the
-// immediate transaction keeps two gateways from adding one twice.
-func migrateSQLite(db *sql.DB) error {
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	rows, err := tx.Query(`SELECT name FROM pragma_table_info('requests')`)
-	if err != nil {
-		return err
-	}
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		have[name] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, c := range sqliteAdded {
-		if !have[c[0]] {
-			if _, err := tx.Exec(`ALTER TABLE requests ADD COLUMN ` + c[0] + ` ` + c[1]); err != nil {
-				return fmt.Errorf("add column %s: %w", c[0], err)
-			}
-		}
-	}
-	return tx.Commit()
-}
-
 type sqliteSink struct {
 	db    *sql.DB
 	owned bool
@@ -173,6 +107,8 @@ type sqliteSink struct {
 	stmts [len(sqliteRows)]driver.Stmt // inserts of sqliteRows[i] rows, prepared once on raw
 	blob  driver.Stmt                  // the blob insert
 	args  []driver.NamedValue          // the bound values, reused
+	text  []byte                       // a statement's time and cold texts, reused
+	ends  []int                        // where each of them ends in text
 }
 
 // sqliteRows are the row counts of the multi-row inserts a batch is cut
@@ -184,14 +120,17 @@ type sqliteSink struct {
 var sqliteRows = [...]int{64, 16, 4, 1}
 
 func newSQLiteSink(db *sql.DB, owned bool) *sqliteSink {
-	quoted := make([]string, len(Columns))
-	set := make([]string, 0, len(Columns))
-	for i, c := range Columns {
-		quoted[i] = `"` + c + `"`
-		if c != "request_id" {
-			set = append(set, quoted[i]+" = excluded."+quoted[i])
+	quoted := make([]string, 0, len(sqliteHot)+1)
+	set := make([]string, 0, len(sqliteHot))
+	for _, c := range sqliteHot {
+		q := `"` + c[0] + `"`
+		quoted = append(quoted, q)
+		if c[0] != "request_id" {
+			set = append(set, q+" = excluded."+q)
 		}
 	}
+	quoted = append(quoted, "cold")
+	set = append(set, "cold = excluded.cold")
 	return &sqliteSink{db: db, owned: owned, cols: strings.Join(quoted, ", "), set: strings.Join(set, ", ")}
 }
 
@@ -199,7 +138,7 @@ func newSQLiteSink(db *sql.DB, owned bool) *sqliteSink {
 // is written at admission (RowStarted) and replaced by its finished one;
 // a replayed event changes nothing (a started row over any row, a
 // finished one over a finished one), so maybeSent needs no extra work.
-const sqliteUpsert = ` ON CONFLICT ("request_id") DO UPDATE SET %s WHERE requests."state" = 'started' AND excluded."state" <> 'started'`
+const sqliteUpsert = ` ON CONFLICT ("request_id") DO UPDATE SET %s WHERE request_rows."state" = 'started' AND excluded."state" <> 'started'`
 
 // sqliteBlobInsert stores a blob; a hash already there keeps its row
 // and takes the later time: a blob's time is its latest reference, and
@@ -301,8 +240,8 @@ func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
 	if st := s.stmts[i]; st != nil {
 		return st, nil
 	}
-	row := "(?" + strings.Repeat(", ?", len(Columns)-1) + ")"
-	q := "INSERT INTO requests (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
+	row := "(?" + strings.Repeat(", ?", len(sqliteHot)) + ")"
+	q := "INSERT INTO request_rows (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
 		fmt.Sprintf(sqliteUpsert, s.set)
 	st, err := c.PrepareContext(context.Background(), q)
 	if err != nil {
@@ -315,7 +254,7 @@ func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
 // interrupt applies an interruption marker: the rows its replica left
 // started become interrupted.
 func (s *sqliteSink) interrupt(c rawConn, m *Event) error {
-	_, err := c.ExecContext(context.Background(), `UPDATE requests SET "state" = 'interrupted', "error_code" = 'interrupted',
+	_, err := c.ExecContext(context.Background(), `UPDATE request_rows SET "state" = 'interrupted', "error_code" = 'interrupted',
  "error" = 'the gateway stopped before the request finished' WHERE "replica" = ? AND "state" = 'started' AND "time" >= ? AND "time" < ?`,
 		[]driver.NamedValue{{Ordinal: 1, Value: m.Replica},
 			{Ordinal: 2, Value: m.Time.UTC().Format(sqliteTimeLayout)}, {Ordinal: 3, Value: m.Until.UTC().Format(sqliteTimeLayout)}})
@@ -340,9 +279,23 @@ func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 		if err != nil {
 			return err
 		}
-		a := s.args[:0]
+		// Each row's time and cold texts go into one buffer, made one
+		// string: one allocation a statement instead of two a row.
+		b, ends := s.text[:0], s.ends[:0]
 		for j := range evs[k : k+n] {
-			a = appendSQLiteRow(a, &evs[k+j])
+			e := &evs[k+j]
+			b = e.Time.UTC().AppendFormat(b, sqliteTimeLayout)
+			ends = append(ends, len(b))
+			b = appendCold(b, e)
+			ends = append(ends, len(b))
+		}
+		s.text, s.ends = b, ends
+		text := string(b)
+		a, from := s.args[:0], 0
+		for j := range evs[k : k+n] {
+			t, c := ends[2*j], ends[2*j+1]
+			a = appendSQLiteRow(a, &evs[k+j], text[from:t], text[t:c])
+			from = c
 		}
 		s.args = a
 		_, err = st.(driver.StmtExecContext).ExecContext(context.Background(), a)
@@ -357,20 +310,13 @@ func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 	return nil
 }
 
-// appendSQLiteRow appends e's column values, in Columns order, numbered
-// on from len(a).
-func appendSQLiteRow(a []driver.NamedValue, e *Event) []driver.NamedValue {
-	for _, v := range [...]any{e.RequestID, e.Time.UTC().Format(sqliteTimeLayout), e.Replica,
-		e.UserID, e.User, e.Group, e.KeyID, e.ClientIP, e.UserAgent,
-		e.Dialect, e.Route, e.Kind, e.Model, e.Stream,
-		e.Backend, e.Node, e.GPUs, int64(e.Attempts),
-		int64(e.Status), e.ErrorCode, e.Error, e.FinishReason, e.ClientGone, rowState(e),
-		int64(e.PromptTokens), int64(e.CompletionTokens), int64(e.ReasoningTokens), int64(e.CachedTokens), e.TokensEstimated,
-		int64(e.TotalUs), int64(e.AuthUs), int64(e.LimitUs), int64(e.ReadUs), int64(e.CheckUs), int64(e.DecodeUs), int64(e.QueueUs),
-		int64(e.EncodeUs), int64(e.BackendUs), int64(e.RespondUs), int64(e.TTFTUs),
-		int64(e.FairnessDelayUs), int64(e.StreamPluginUs), int64(e.Chunks),
-		int64(e.BytesIn), int64(e.BytesOut),
-		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ)} {
+// appendSQLiteRow appends the values of e's row in request_rows (its
+// time and cold texts made by the caller), numbered on from len(a).
+func appendSQLiteRow(a []driver.NamedValue, e *Event, time, cold string) []driver.NamedValue {
+	for _, v := range [...]any{e.RequestID, time, e.Replica,
+		e.UserID, e.User, e.Group, e.Model, int64(e.Status), e.ErrorCode, e.Error, rowState(e),
+		int64(e.PromptTokens), int64(e.CompletionTokens),
+		e.RequestBody, e.ResponseBody, e.ContentTruncated, e.Decision, sanitizeFloat(e.EnergyJ), cold} {
 		a = append(a, driver.NamedValue{Ordinal: len(a) + 1, Value: v})
 	}
 	return a
