@@ -27,7 +27,7 @@ var (
 	// malformed result area, an oversized payload). The instance was discarded.
 	ErrProtocol = errors.New("plugin broke the ABI")
 	// ErrPoolTimeout: no instance became free before the caller's deadline
-	// (or pool.wait_ms when the ctx has none).
+	// (or pool.wait_ms when the ctx has none and is not WithoutWaitLimit).
 	ErrPoolTimeout = errors.New("no free plugin instance")
 	// ErrClosed: the plugin was removed or the host closed.
 	ErrClosed = errors.New("plugin closed")
