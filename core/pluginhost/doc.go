@@ -143,6 +143,11 @@
 //     stalls, the timekeeper included, until the call returns — it catches
 //     slow calls, not every infinite loop. That is the price of trusted.
 //
+// The timekeeper wakes every 10 ms (sooner for a strict deadline) while
+// calls are being made; once none has started for 100 ms and none runs,
+// it parks on a channel, and the next call's start wakes it: an idle
+// gateway does not wake 100 times a second.
+//
 // Each isolation class (mode × memory_mb) has its own wazero Runtime; all
 // share one compilation cache (the mode is part of wazero's cache key).
 // Revisit when wazero releases cheap termination checks (PRs #2524, #2533:
