@@ -122,7 +122,7 @@ type PoolConfig struct {
 	Min      int // instances kept warm (0: scale to zero)
 	Max      int // 0 = GOMAXPROCS+1
 	MaxCalls int // recycle an instance after this many calls; 0 = never
-	WaitMS   int // how long a call waits for a free instance when its ctx has no deadline
+	WaitMS   int // how long a call waits for a free instance when its ctx has no deadline (not for WithoutWaitLimit: a streaming chunk)
 	// RecycleMB replaces an instance whose linear memory passed it after
 	// a call (a Go guest never shrinks its memory, so one large call
 	// would keep it grown); at most 75% of limits.memory_mb applies.

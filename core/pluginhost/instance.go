@@ -27,7 +27,7 @@ var (
 	// malformed result area, an oversized payload). The instance was discarded.
 	ErrProtocol = errors.New("plugin broke the ABI")
 	// ErrPoolTimeout: no instance became free before the caller's deadline
-	// (or pool.wait_ms when the ctx has none).
+	// (or pool.wait_ms when the ctx has none and is not WithoutWaitLimit).
 	ErrPoolTimeout = errors.New("no free plugin instance")
 	// ErrClosed: the plugin was removed or the host closed.
 	ErrClosed = errors.New("plugin closed")
@@ -93,6 +93,7 @@ type instance struct {
 
 	// Read by the watchdog while a call runs.
 	started  atomic.Int64 // mono() at call start, 0 when idle
+	last     atomic.Int64 // mono() at the last call's start (the timekeeper's idle test)
 	op       atomic.Uint32
 	reqID    atomic.Uint64
 	reported atomic.Bool
@@ -191,12 +192,16 @@ func (in *instance) callWasm(ctx context.Context, op abi.Op, need int, ci *CallI
 	in.op.Store(uint32(op))
 	in.reqID.Store(ci.RequestID)
 	in.started.Store(start)
+	in.last.Store(start)
 	if v.strict {
 		deadline := start + int64(v.timeout)
 		if dl, ok := ctx.Deadline(); ok {
 			deadline = min(deadline, start+int64(time.Until(dl)))
 		}
 		in.beginStrict(deadline)
+	}
+	if h := v.host; h != nil && h.timekeeper.parked.Load() {
+		h.timekeeper.unpark() // after started: see timekeeper.idle
 	}
 	in.out.hold()
 	err = in.writeAndCall(op, need, ci)

@@ -60,7 +60,7 @@ func newPool(v *Version, pc *PluginConfig) *pool {
 // instantiations are already on their way for fewer callers than are
 // waiting, it waits for one of them; else a new one while live < max (the
 // slow path, logged); else it waits for one until ctx ends (or p.wait when
-// ctx has no deadline).
+// ctx has no deadline and no WithoutWaitLimit).
 func (p *pool) get(ctx context.Context) (*instance, error) {
 	if in := p.pop(); in != nil {
 		return in, nil
@@ -100,7 +100,7 @@ func (p *pool) await(ctx context.Context) (*instance, error) {
 		return in, nil
 	}
 	var timeout <-chan time.Time
-	if _, ok := ctx.Deadline(); !ok {
+	if _, ok := ctx.Deadline(); !ok && ctx.Value(noWaitLimitKey{}) == nil {
 		t := time.NewTimer(p.wait)
 		defer t.Stop()
 		timeout = t.C
@@ -115,6 +115,23 @@ func (p *pool) await(ctx context.Context) (*instance, error) {
 	case <-p.done:
 		return nil, ErrClosed
 	}
+}
+
+type noWaitLimitKey struct{}
+
+// WithoutWaitLimit returns ctx for calls that, when every instance is
+// busy, wait for one until ctx ends or the plugin closes, however long
+// that takes, instead of failing with ErrPoolTimeout after pool.wait_ms.
+// It is for calls of work already admitted and under way, whose failure
+// costs more than its delay: the next chunk of a stream that is already
+// streaming. Waiters are served in arrival order (the pool's hand-off
+// channel queues blocked receivers first in, first out). An instance always
+// comes back: calls are CPU-bound, a strict call ends by call_timeout_ms and
+// a trusted one past its hard limit is reported by the watchdog. So a long
+// wait means the process is short of CPU, where a late chunk is the right
+// answer and a cut stream is not. A deadline on ctx still bounds the wait.
+func WithoutWaitLimit(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitLimitKey{}, true)
 }
 
 // reserve claims a slot for a new instance if live < max.

@@ -117,3 +117,76 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testutil.WaitFor(t, what, 20*time.Second, cond)
 }
+
+// A call under WithoutWaitLimit (a streaming chunk) waits past
+// pool.wait_ms for a busy pool, in arrival order, until an instance comes
+// back; its ctx's end or the plugin's close still ends the wait.
+func TestPool_WithoutWaitLimit(t *testing.T) {
+	pc := plugin("good", "good", "translator", ModeTrusted)
+	pc.Pool = PoolConfig{Min: 1, Max: 1, WaitMS: 20}
+	h := newTestHost(t, pc)
+	p := h.Plugin("good")
+	v := p.Pin()
+	defer v.Release()
+	held, err := v.pool.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithoutWaitLimit(context.Background())
+	type got struct {
+		id  int
+		in  *instance
+		err error
+	}
+	gotc := make(chan got, 3)
+	for id := range 3 {
+		go func() {
+			in, err := v.pool.get(ctx)
+			gotc <- got{id, in, err}
+		}()
+		waitFor(t, "the waiter queued", func() bool { return v.pool.waiting.Load() == int32(id+1) })
+	}
+	time.Sleep(100 * time.Millisecond) // 5 × pool.wait_ms
+	select {
+	case g := <-gotc:
+		t.Fatalf("waiter %d returned while the instance was held: %v", g.id, g.err)
+	default:
+	}
+	in := held
+	for want := range 3 {
+		v.pool.put(in, false)
+		g := <-gotc
+		if g.err != nil || g.id != want {
+			t.Fatalf("got waiter %d (err %v), want waiter %d first", g.id, g.err, want)
+		}
+		in = g.in
+	}
+	// Its ctx still bounds the wait.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error)
+	go func() {
+		_, err := v.pool.get(cctx)
+		errc <- err
+	}()
+	waitFor(t, "the waiter queued", func() bool { return v.pool.waiting.Load() == 1 })
+	cancel()
+	if err := <-errc; !errors.Is(err, ErrPoolTimeout) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: err %v", err)
+	}
+	// A plain call without a deadline still gives up after pool.wait_ms.
+	var out Result
+	if err := v.Call(context.Background(), abi.OpErrorEncode, errorInput, &out); !errors.Is(err, ErrPoolTimeout) {
+		t.Fatalf("no deadline, no WithoutWaitLimit: err %v, want ErrPoolTimeout", err)
+	}
+	// The plugin's close ends it too.
+	go func() {
+		_, err := v.pool.get(ctx)
+		errc <- err
+	}()
+	waitFor(t, "the waiter queued", func() bool { return v.pool.waiting.Load() == 1 })
+	v.pool.close()
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed pool: err %v, want ErrClosed", err)
+	}
+	v.pool.put(in, false)
+}

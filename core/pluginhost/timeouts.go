@@ -10,12 +10,14 @@ import (
 
 // Timekeeper settings. A trusted call is stuck after 10× its call_timeout,
 // but never less than watchdogMin. The timekeeper wakes at most every
-// tickMax, sooner when a strict deadline is due.
+// tickMax, sooner when a strict deadline is due; once no call has started
+// for idleAfter and none runs, it parks until the next call starts.
 const (
 	watchdogMin    = 2 * time.Second
 	watchdogFactor = 10
 	tickMin        = time.Millisecond
 	tickMax        = 10 * time.Millisecond
+	idleAfter      = 100 * time.Millisecond
 )
 
 // StuckCall describes a call the watchdog found running past its hard limit.
@@ -49,9 +51,19 @@ type StuckCall struct {
 // slow calls before that happens, marks the version unhealthy and calls the
 // OnStuckCall hook, where the gateway may choose to exit and be restarted
 // by its supervisor.
+//
+// An idle host does not tick: once no call has started for idleAfter and
+// none is running, the timekeeper parks on a channel (no timer, no
+// wake-up) and the next call's start wakes it (callWasm: one atomic load
+// a call while it runs, one channel send after an idle spell).
 type timekeeper struct {
 	min  atomic.Int64 // watchdog floor (time.Duration); 0 = watchdogMin
 	hook atomic.Pointer[func(StuckCall)]
+
+	parked atomic.Bool   // the timekeeper is parked, or about to be
+	wake   chan struct{} // cap 1: unpark's token
+	parks  atomic.Uint64 // times it parked (tests)
+	scans  atomic.Uint64 // times it woke and scanned (tests)
 }
 
 // OnStuckCall installs f, called (from the timekeeper goroutine) once per
@@ -60,22 +72,68 @@ type timekeeper struct {
 func (h *Host) OnStuckCall(f func(StuckCall)) { h.timekeeper.hook.Store(&f) }
 
 func (k *timekeeper) start(h *Host) {
+	k.wake = make(chan struct{}, 1)
 	h.bg.Add(1)
 	go func() {
 		defer h.bg.Done()
 		var versions []*Version // reused: the timekeeper wakes up to 1000 times a second
 		for h.bgCtx.Err() == nil {
 			versions = h.appendVersions(versions[:0])
-			next := k.scan(versions, h, mono())
+			now := mono()
+			k.scans.Add(1)
+			next, last := k.scan(versions, h, now)
+			if now-last >= int64(idleAfter) && k.idle(h, versions) {
+				clear(versions)
+				k.parks.Add(1)
+				select {
+				case <-k.wake:
+				case <-h.bgCtx.Done():
+				}
+				continue
+			}
 			clear(versions) // do not keep retired versions reachable
 			rawSleep(min(max(time.Duration(next-mono()), tickMin), tickMax))
 		}
 	}()
 }
 
+// idle marks the timekeeper parked and reports whether it may block:
+// no call runs. A call stores started before it loads parked, and idle
+// stores parked before it loads started (both sequentially consistent),
+// so either idle sees the call or the call sees parked and unparks.
+// A call on a version loaded after versions was taken unparks as well.
+func (k *timekeeper) idle(h *Host, versions []*Version) bool {
+	k.parked.Store(true)
+	running := false
+	for _, v := range versions {
+		v.pool.forEach(func(in *instance) {
+			running = running || in.started.Load() != 0
+		})
+	}
+	if !running {
+		return true
+	}
+	if !k.parked.CompareAndSwap(true, false) {
+		<-k.wake // a call unparked us meanwhile: take its token
+	}
+	return false
+}
+
+// unpark wakes a parked timekeeper (once: the first caller that sees it
+// parked sends the token).
+func (k *timekeeper) unpark() {
+	if k.parked.CompareAndSwap(true, false) {
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // scan enforces due deadlines, reports stuck calls and returns the
-// nearest pending strict deadline (or now+tickMax).
-func (k *timekeeper) scan(versions []*Version, h *Host, now int64) (next int64) {
+// nearest pending strict deadline (or now+tickMax) and the latest call
+// start it saw (now while a call runs).
+func (k *timekeeper) scan(versions []*Version, h *Host, now int64) (next, last int64) {
 	next = now + int64(tickMax)
 	floor := time.Duration(k.min.Load())
 	if floor == 0 {
@@ -89,12 +147,17 @@ func (k *timekeeper) scan(versions []*Version, h *Host, now int64) (next int64) 
 					next = min(next, d)
 				}
 			}
-			if s := in.started.Load(); s != 0 && now-s >= limit && in.reported.CompareAndSwap(false, true) {
-				k.report(h, v, in, time.Duration(now-s))
+			s := in.started.Load()
+			if s != 0 {
+				last = now
+				if now-s >= limit && in.reported.CompareAndSwap(false, true) {
+					k.report(h, v, in, time.Duration(now-s))
+				}
 			}
+			last = max(last, in.last.Load())
 		})
 	}
-	return next
+	return next, last
 }
 
 func (k *timekeeper) report(h *Host, v *Version, in *instance, running time.Duration) {

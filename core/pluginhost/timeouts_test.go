@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -52,4 +53,31 @@ func TestTimekeeper_CallerDeadline(t *testing.T) {
 		t.Fatalf("err %v after %v; want ErrTimeout at the caller's deadline", err, d)
 	}
 	okAfter(t, h.Plugin("bad"))
+}
+
+// An idle host's timekeeper parks instead of waking every tickMax; the
+// next call wakes it, and a strict deadline is enforced as before.
+func TestTimekeeper_ParksWhenIdle(t *testing.T) {
+	pc := plugin("bad", "bad", "translator", ModeStrict)
+	pc.Limits.CallTimeoutMS = 100
+	h := newTestHost(t, pc)
+	k := &h.timekeeper
+	waitFor(t, "the timekeeper parked", func() bool { return k.parks.Load() > 0 && k.parked.Load() })
+	scans := k.scans.Load()
+	time.Sleep(200 * time.Millisecond) // 20 × tickMax
+	if n := k.scans.Load() - scans; n > 1 {
+		t.Fatalf("parked timekeeper scanned %d times in 200 ms", n)
+	}
+	parks := k.parks.Load()
+	start := time.Now()
+	var out Result
+	err := h.Plugin("bad").Call(context.Background(), abi.OpRequestDecode, decode("loop"), &out)
+	if d := time.Since(start); !errors.Is(err, ErrTimeout) || d > 2*time.Second {
+		t.Fatalf("err %v after %v; want ErrTimeout at call_timeout_ms", err, d)
+	}
+	if k.scans.Load() == scans {
+		t.Error("the call did not wake the timekeeper")
+	}
+	okAfter(t, h.Plugin("bad"))
+	waitFor(t, "the timekeeper parked again", func() bool { return k.parks.Load() > parks && k.parked.Load() })
 }

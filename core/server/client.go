@@ -126,20 +126,27 @@ func (ex *exchange) observeBackend() {
 }
 
 // fillKnown fills the Outcome's client, placement and decision: what is
-// known once the request is admitted (finish and noteStarted).
+// known once the request is admitted (finish and noteStarted). Called at
+// both, it converts the client's address and agent and writes the
+// decision's JSON once (again only after another admission: a retry).
 func (ex *exchange) fillKnown() {
 	o := &ex.out
-	if ex.ip.IsValid() {
+	if o.ClientIP == "" && ex.ip.IsValid() {
 		o.ClientIP = ex.ip.String()
 	}
-	o.UserAgent = string(ex.ua)
+	if o.UserAgent == "" && len(ex.ua) > 0 {
+		o.UserAgent = string(ex.ua)
+	}
 	o.UserID = ex.principal.UserID
 	if ex.backend != nil {
 		o.Node, o.GPUs = ex.backend.Placement()
 	}
 	if ex.sreq.Decision != nil && ex.decision.Chosen != "" {
-		ex.decW.Reset()
-		ex.decision.WriteJSON(&ex.decW)
+		if !ex.decDone {
+			ex.decW.Reset()
+			ex.decision.WriteJSON(&ex.decW)
+			ex.decDone = true
+		}
 		o.Decision = ex.decW.B // the observers copy it
 		o.FairnessDelay = time.Duration(ex.decision.FairnessWait) * time.Microsecond
 	}

@@ -124,9 +124,13 @@ type upstream struct {
 	sreq     sched.Request
 	decision sched.Decision // the scheduler's, when the audit records it
 	decW     jsonw.W        // its JSON for the observers (reused)
-	lease    sched.Lease
-	backend  *backend.Backend
-	brk      backend.Ticket // the current attempt's claim on its backend's breaker
+	// decDone: decW holds the current admission's decision (fillKnown
+	// writes it once: at noteStarted, then again only after another
+	// admission); cleared by every Admit.
+	decDone bool
+	lease   sched.Lease
+	backend *backend.Backend
+	brk     backend.Ticket // the current attempt's claim on its backend's breaker
 
 	tver, aver *pluginhost.Version
 	// tr is the attempt's translation (translation.go), chosen with its
@@ -162,6 +166,7 @@ func (up *upstream) reset(recordDecisions bool) {
 		r.Decision = &up.decision
 	}
 	up.lease, up.backend, up.brk = nil, nil, backend.Ticket{}
+	up.decDone = false
 	up.imgHeld = nil
 	up.tver, up.aver = nil, nil
 	up.tr, up.hints, up.adNDJSON = nil, plugcall.Hints{}, false

@@ -194,6 +194,7 @@ func (a attempt) another(ex *exchange) bool {
 	ex.lease = nil
 	ex.sreq.Exclude = append(ex.sreq.Exclude, tried)
 	ex.bresp.Reset()
+	ex.decDone = false // the decision is the new admission's
 	l, err := a.s.admitter.Admit(ex.ctx, &ex.sreq)
 	if err != nil {
 		return false

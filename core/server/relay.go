@@ -246,7 +246,7 @@ func (ex *exchange) streamFail(w io.Writer, err error) {
 	// The translator's stream state lets it end the stream in step with
 	// it (Responses: the next sequence number, the output so far).
 	t0 := time.Now()
-	perr := ex.calls.EncodeStreamError(s.baseCtx, ex.tver, &ce, true, ex.tr.streamState(ex), ex.buf, &out)
+	perr := ex.calls.EncodeStreamError(s.streamCtx, ex.tver, &ce, true, ex.tr.streamState(ex), ex.buf, &out)
 	ex.out.StreamPlugin += time.Since(t0)
 	if perr == nil && len(out.Body) > 0 {
 		ex.write(w, out.Body)

@@ -121,6 +121,11 @@ type Server struct {
 
 	exchanges sync.Pool
 	baseCtx   context.Context
+	// streamCtx is baseCtx for a streaming relay's plugin calls: they wait
+	// for a free instance without pool.wait_ms's bound
+	// (pluginhost.WithoutWaitLimit), since a stream already streaming must
+	// not be cut because the process was short of CPU for a moment.
+	streamCtx context.Context
 	// live are the requests in flight, cancelled when baseCtx ends;
 	// reqValues is baseCtx without its cancellation, their Values
 	// (reqctx.go). liveInit sets both up on the first request.
@@ -175,6 +180,9 @@ func New(ctx context.Context, o Options) *Server {
 		reg: o.Registry, authn: o.Auth, limiter: o.Limiter, admitter: o.Admitter, admin: o.Admin, keeper: o.Keeper,
 		console: o.Console, consoleAt: o.ConsolePrefix,
 		observers: o.Observers, extraMet: o.Metrics, met: newMetrics(), baseCtx: ctx}
+	if ctx != nil {
+		s.streamCtx = pluginhost.WithoutWaitLimit(ctx)
+	}
 	if s.limiter == nil {
 		s.limiter = NoLimits{}
 	}

@@ -478,6 +478,7 @@ func (a admit) run(_ *fasthttp.RequestCtx, ex *exchange) error {
 	// only near a model's window (context.go).
 	r.EstTokens = len(ex.body)/4 + ex.req.MaxTokens*max(ex.req.Choices, 1)
 	ex.watch.start() // a client that leaves while queued frees its place
+	ex.decDone = false
 	l, err := a.a.Admit(ex.ctx, r)
 	if err != nil {
 		if ex.ctx.Err() == nil {

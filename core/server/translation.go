@@ -143,7 +143,7 @@ func (fusedTranslation) response(ex *exchange, body []byte) error {
 func (fusedTranslation) streamBatch(ex *exchange, end bool) ([]byte, bool, error) {
 	// One call: the module decodes and encodes, keeping both states in
 	// astate.
-	out, err := ex.calls.FusedStream(ex.s.baseCtx, ex.tver, stepFlags(ex.aFirst, end), ex.meta, &ex.astate, ex.list, &ex.dec)
+	out, err := ex.calls.FusedStream(ex.s.streamCtx, ex.tver, stepFlags(ex.aFirst, end), ex.meta, &ex.astate, ex.list, &ex.dec)
 	if err != nil {
 		return nil, false, err
 	}
@@ -179,7 +179,7 @@ func (canonicalTranslation) response(ex *exchange, body []byte) error {
 }
 
 func (canonicalTranslation) streamBatch(ex *exchange, end bool) ([]byte, bool, error) {
-	if err := ex.calls.DecodeStream(ex.s.baseCtx, ex.aver, stepFlags(ex.aFirst, end), &ex.astate, ex.list, &ex.dec); err != nil {
+	if err := ex.calls.DecodeStream(ex.s.streamCtx, ex.aver, stepFlags(ex.aFirst, end), &ex.astate, ex.list, &ex.dec); err != nil {
 		return nil, false, err
 	}
 	ex.aFirst = false
@@ -187,7 +187,7 @@ func (canonicalTranslation) streamBatch(ex *exchange, end bool) ([]byte, bool, e
 	if len(ex.dec.Canonical) == 0 && !end {
 		return nil, false, nil // no canonical chunk yet: no translator call
 	}
-	out, err := ex.calls.EncodeStream(ex.s.baseCtx, ex.tver, stepFlags(ex.tFirst, end), ex.meta, &ex.tstate, ex.dec.Canonical)
+	out, err := ex.calls.EncodeStream(ex.s.streamCtx, ex.tver, stepFlags(ex.tFirst, end), ex.meta, &ex.tstate, ex.dec.Canonical)
 	if err != nil {
 		return nil, false, err
 	}
