@@ -48,9 +48,14 @@ type Counter struct {
 // text in total.
 func New(maxChars int) *Counter { return &Counter{maxChars: maxChars} }
 
+// loaderOnce sets tiktoken's loader, a package variable of tiktoken's,
+// once per process: every Counter's first use setting it raced with
+// another Counter's load (two gateways in one process, as the tests run).
+var loaderOnce sync.Once
+
 func (c *Counter) load() error {
 	c.once.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 		c.enc, c.err = tiktoken.GetEncoding(tiktoken.MODEL_CL100K_BASE)
 		if c.err != nil {
 			c.err = fmt.Errorf("tokens: load cl100k_base: %w", c.err)

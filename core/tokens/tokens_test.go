@@ -85,3 +85,21 @@ func TestChat_Prompt(t *testing.T) {
 		t.Errorf("prompt counted %d (base %d): %v", n, n0, err)
 	}
 }
+
+// Two Counters loading at once (two gateways in one process) share
+// tiktoken's package state: under -race, each setting tiktoken's loader
+// on its first use was a data race.
+func TestCountersLoadConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		c := New(1 << 20)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n, err := c.Text("hello world"); err != nil || n != 2 {
+				t.Errorf("Text = %d, %v", n, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
