@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/pagination"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/internal/matrix"
@@ -26,7 +21,7 @@ import (
 // fakellm. The SDK sends x-api-key and anthropic-version, as against
 // api.anthropic.com.
 
-// warmSDKCodecs builds anthropic-sdk-go's JSON decoders of every
+// warmAnthropicDecoders builds anthropic-sdk-go's JSON decoders of every
 // response type the tests read, before any test runs. The SDK (v2.15.0,
 // internal/apijson) caches one decoder per type and publishes it while
 // another goroutine may still be filling its field map (decoder.go:406
@@ -34,49 +29,19 @@ import (
 // the same moment raced there under -race (TestThinkingDefault_Bundle's
 // subtests, seen once the gateway started faster). A race in the test's
 // client, not in the gateway; built once up front, the cache is only read.
-func warmSDKCodecs() error {
+func warmAnthropicDecoders() error {
 	for _, v := range []any{
 		new(anthropic.Message), new(anthropic.MessageStreamEventUnion), new(anthropic.MessageTokensCount),
 		new(anthropic.ModelInfo), new(pagination.Page[anthropic.ModelInfo]),
 		new(anthropic.BetaMessage), new(anthropic.BetaRawMessageStreamEventUnion), new(anthropic.BetaMessageTokensCount),
 		new(anthropic.Error),
-		// openai-go's apijson is the same code.
-		new(openai.ChatCompletion), new(openai.ChatCompletionChunk), new(openai.Completion),
-		new(openai.Model), new(openai.CreateEmbeddingResponse), new(openai.Error),
 	} {
 		if err := json.Unmarshal([]byte(`{}`), v); err != nil {
-			return fmt.Errorf("SDK decoder of %T: %w", v, err)
+			return fmt.Errorf("anthropic-sdk-go decoder of %T: %w", v, err)
 		}
 	}
-	// openai-go's copy of encoding/json races the same way in its field
-	// cache (encode.go:1337 against :752), seen with the 50 concurrent
-	// streams of TestAccounts_BudgetUnderConcurrentStreams: the stream
-	// those tests open, with every field they set, is sent once here.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "data: "+warmChunk+"\n\ndata: [DONE]\n\n")
-	}))
-	defer srv.Close()
-	p := chatParams(vllmModel, "warm")
-	p.MaxTokens = openai.Int(1)
-	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	c := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("warm"), option.WithMaxRetries(0))
-	st := c.Chat.Completions.NewStreaming(context.Background(), p)
-	for st.Next() {
-	}
-	if err := st.Err(); err != nil {
-		return fmt.Errorf("openai-go stream: %w", err)
-	}
-	return st.Close()
+	return nil
 }
-
-// warmChunk is a chunk with every part fakellm's chunks carry: openai-go
-// decodes each nested type through its own UnmarshalJSON, built on first
-// sight of that part.
-const warmChunk = `{"id":"w","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,` +
-	`"delta":{"role":"assistant","content":"x","reasoning_content":"r","tool_calls":[{"index":0,"id":"c","type":"function",` +
-	`"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"stop","logprobs":null}],"usage":{"prompt_tokens":1,` +
-	`"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 
 // anthropicClient is a client of the gateway's Anthropic routes: /v1/messages
 // with prefixed false, /anthropic/v1/messages (and /anthropic/v1/models)

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	var err error
 	plugins, err = testutil.BuildPlugins()
 	if err == nil {
-		err = warmSDKCodecs()
+		err = warmAnthropicDecoders()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
