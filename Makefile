@@ -61,25 +61,15 @@ test-deps: ## install the servers the tests start (Redis, MariaDB; Debian packag
 # count, and keeps the JSON in .cache/ (the matrix is written from it).
 TESTSUM  = $(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg
 NORACE   = .ci/norace-tests.sh
-# The race pass leaves two libraries the project only calls uninstrumented:
-# wazero (decoding and validating a plugin under -race took 4 of the 5 CPU
-# seconds of a gateway start) and modernc's SQLite (C translated to Go).
-# Every package of this module stays instrumented. The packages that own
-# the integration with them (the plugin host and its instance pool, the
-# audit sink, the store) run with them instrumented too (RACE_FULL).
-RACE_UNINSTRUMENTED := github.com/tetratelabs/wazero/... modernc.org/...
-RACEFLAGS = -race $(foreach p,$(RACE_UNINSTRUMENTED),-gcflags=$(p)=-race=false)
-RACE_FULL := ./core/pluginhost ./core/audit/... ./core/store/...
 
 test: plugins tidy-check test-deps build-check deploy-check ## every test once under the race detector, the !race tests once without it, vet, the matrix
 	$(GO) vet ./...
 	$(GO) -C sdk vet ./...
 	for m in $(MODULES); do $(GO) -C plugins/$$m vet ./... || exit 1; done
 	@mkdir -p .cache
-	$(TESTSUM) --jsonfile .cache/test-sdk-race.json --raw-command -- $(GO) -C sdk test -json $(RACEFLAGS) $(GOFLAGS_TEST) ./...
-	for m in $(MODULES); do $(TESTSUM) --jsonfile .cache/test-$$m-race.json --raw-command -- $(GO) -C plugins/$$m test -json $(RACEFLAGS) $(GOFLAGS_TEST) ./... || exit 1; done
-	$(TESTSUM) --jsonfile .cache/test-race-full.json -- -race $(GOFLAGS_TEST) -timeout 30m $(RACE_FULL)
-	$(TESTSUM) --jsonfile .cache/test-race.json -- $(RACEFLAGS) $(GOFLAGS_TEST) -timeout 30m $$({ $(GO) list ./...; $(GO) list $(RACE_FULL); } | sort | uniq -u)
+	$(TESTSUM) --jsonfile .cache/test-sdk-race.json --raw-command -- $(GO) -C sdk test -json -race $(GOFLAGS_TEST) ./...
+	for m in $(MODULES); do $(TESTSUM) --jsonfile .cache/test-$$m-race.json --raw-command -- $(GO) -C plugins/$$m test -json -race $(GOFLAGS_TEST) ./... || exit 1; done
+	$(TESTSUM) --jsonfile .cache/test-race.json -- -race $(GOFLAGS_TEST) -timeout 30m ./...
 	@# Allocation budgets and the plugins' wasm parity tests are built !race
 	@# (the race detector changes allocation counts and slows wazero tenfold):
 	@# only they run again, without it.

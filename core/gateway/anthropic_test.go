@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/pagination"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
 	"github.com/mindrouter/mindrouter/core/internal/matrix"
@@ -20,28 +18,6 @@ import (
 // Messages routes, in front of the vLLM-flavoured and the Ollama-flavoured
 // fakellm. The SDK sends x-api-key and anthropic-version, as against
 // api.anthropic.com.
-
-// warmAnthropicDecoders builds anthropic-sdk-go's JSON decoders of every
-// response type the tests read, before any test runs. The SDK (v2.15.0,
-// internal/apijson) caches one decoder per type and publishes it while
-// another goroutine may still be filling its field map (decoder.go:406
-// against :473): parallel tests whose first Anthropic answers arrive at
-// the same moment raced there under -race (TestThinkingDefault_Bundle's
-// subtests, seen once the gateway started faster). A race in the test's
-// client, not in the gateway; built once up front, the cache is only read.
-func warmAnthropicDecoders() error {
-	for _, v := range []any{
-		new(anthropic.Message), new(anthropic.MessageStreamEventUnion), new(anthropic.MessageTokensCount),
-		new(anthropic.ModelInfo), new(pagination.Page[anthropic.ModelInfo]),
-		new(anthropic.BetaMessage), new(anthropic.BetaRawMessageStreamEventUnion), new(anthropic.BetaMessageTokensCount),
-		new(anthropic.Error),
-	} {
-		if err := json.Unmarshal([]byte(`{}`), v); err != nil {
-			return fmt.Errorf("anthropic-sdk-go decoder of %T: %w", v, err)
-		}
-	}
-	return nil
-}
 
 // anthropicClient is a client of the gateway's Anthropic routes: /v1/messages
 // with prefixed false, /anthropic/v1/messages (and /anthropic/v1/models)

@@ -37,9 +37,6 @@ var runLogs = testutil.NewSecretScanner(adminKey)
 func TestMain(m *testing.M) {
 	var err error
 	plugins, err = testutil.BuildPlugins()
-	if err == nil {
-		err = warmAnthropicDecoders()
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
