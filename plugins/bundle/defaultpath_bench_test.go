@@ -27,7 +27,9 @@ type defaultPathCall struct {
 // request makes on the default plugins.yaml (the bundle), on vLLM (the
 // patch) and on Ollama (the openai×ollama patch for the response and
 // streams, the components for the request): request, response, a whole
-// 3-line stream and, on both, a 20-event mid-stream batch.
+// 3-line stream and, on both, a 20-event mid-stream batch. vLLM's
+// response-compact is the body fakellm sends the gateway's benchmarks (as
+// vLLM, compact), plain.json the pretty-printed golden file.
 func defaultPathCalls(b testing.TB) []defaultPathCall {
 	reqMeta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "32768")...)
 	hdr := metaList(headerMeta...)
@@ -42,6 +44,7 @@ func defaultPathCalls(b testing.TB) []defaultPathCall {
 	return []defaultPathCall{
 		{"vllm/request", abi.OpFusedRequest, VLLM, 0, nil, reqMeta, []byte(gatewayChat)},
 		{"vllm/response", abi.OpFusedResponse, VLLM, 0, nil, hdr, read(b, filepath.Join("..", "vllm/testdata/responses/plain.json"))},
+		{"vllm/response-compact", abi.OpFusedResponse, VLLM, 0, nil, hdr, read(b, filepath.Join("testdata", "fakellm-vllm-response.json"))},
 		{"vllm/stream20", abi.OpFusedStream, VLLM, 0, fstate, hdr, events},
 		{"ollama/request", abi.OpFusedRequest, Ollama, 0, nil, reqMeta, []byte(gatewayChat)},
 		{"ollama/response", abi.OpFusedResponse, Ollama, 0, nil, hdr, read(b, filepath.Join("..", "ollama/testdata/response/text.ollama.json"))},
