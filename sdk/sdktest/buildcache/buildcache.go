@@ -204,7 +204,7 @@ func wasmEnv() []string {
 // flags and environment that change its output, the version of each other
 // module it links (a module cache's files do not change), and the contents
 // of every Go and embedded file of the packages of this module (and of
-// replaced ones) it links (go list -deps).
+// replaced ones) it links (go list -deps), and a default.pgo beside them.
 func sourceKey(root, pkg, ldflags string, env []string) (string, error) {
 	const tmpl = `{{if not .Standard}}{{.ImportPath}}{{"\t"}}{{with .Module}}{{if not .Replace}}{{.Version}}{{end}}{{end}}{{"\t"}}{{.Dir}}{{range .GoFiles}}{{"\t"}}{{.}}{{end}}{{range .EmbedFiles}}{{"\t"}}{{.}}{{end}}{{"\n"}}{{end}}`
 	cmd := exec.Command(goTool(), "list", "-deps", "-f", tmpl, pkg)
@@ -237,6 +237,10 @@ func sourceKey(root, pkg, ldflags string, env []string) (string, error) {
 			}
 			sum := sha256.Sum256(b)
 			fmt.Fprintf(h, "%s %x\n", f, sum)
+		}
+		// A main package's default.pgo steers the build (-pgo=auto).
+		if b, err := os.ReadFile(filepath.Join(parts[2], "default.pgo")); err == nil {
+			fmt.Fprintf(h, "default.pgo %x\n", sha256.Sum256(b))
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12]), nil
