@@ -36,6 +36,8 @@ func TestCommitDelay(t *testing.T) {
 	}
 	r.Observe(testOutcome(commitGroup - 1)) // the group is full: commit now
 	testutil.WaitFor(t, "the full group spooled", 10*time.Second, func() bool { return r.Spooled() >= commitGroup })
+	testutil.WaitFor(t, "the full group flushed", 10*time.Second, func() bool { return r.sp.commits.Load() >= 1 })
+	time.Sleep(50 * time.Millisecond) // time for a second commit that should not happen
 	if c := r.sp.commits.Load(); c != 1 {
 		t.Errorf("%d group commits for one full group, want 1", c)
 	}
@@ -83,9 +85,10 @@ func TestCommitDelayCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The next start, without the linger (CommitDelay < 0): it replays
-	// the spooled event, and commits each lone event by itself.
-	r, err = New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: -1, Log: testLog(t)})
+	// The next start, without the linger (CommitDelay < 0) and flushing
+	// every group (SyncEvery < 0): it replays the spooled event, and
+	// commits each lone event by itself.
+	r, err = New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: -1, SyncEvery: -1, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +102,101 @@ func TestCommitDelayCancel(t *testing.T) {
 		t.Errorf("%d commits for 3 lone events without a delay, want 3", c)
 	}
 	testutil.WaitFor(t, "4 written (1 replayed, 3 new)", 20*time.Second, func() bool { return r.Written() >= 4 })
+}
+
+// TestSyncEvery: groups are written at once and flushed at most every
+// SyncEvery. Written but unflushed, events are in the spool's file (a kill
+// of the process cannot lose them) but not yet the sink's to read; Close
+// flushes them and the sink stores each once.
+func TestSyncEvery(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "audit.db")
+	r, err := New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: -1, SyncEvery: time.Hour, FlushEvery: 10 * time.Millisecond, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
+
+	// The first group flushes at once (no flush yet within SyncEvery).
+	r.Observe(testOutcome(0))
+	testutil.WaitFor(t, "the first event flushed and stored", 10*time.Second, func() bool { return r.Written() >= 1 })
+	for i := 1; i <= 5; i++ {
+		r.Observe(testOutcome(i))
+		testutil.WaitFor(t, fmt.Sprintf("event %d written", i), 10*time.Second, func() bool { return r.Spooled() >= uint64(i+1) })
+	}
+	time.Sleep(100 * time.Millisecond) // ten sink ticks
+	if c := r.sp.commits.Load(); c != 1 {
+		t.Errorf("%d flushes, want 1 (the others wait for SyncEvery)", c)
+	}
+	if w := r.Written(); w != 1 {
+		t.Errorf("%d events in the sink before their flush, want 1", w)
+	}
+	var onDisk []string
+	if err := ScanSpool(dir, func(e *Event) { onDisk = append(onDisk, e.RequestID) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(onDisk) != 6 {
+		t.Errorf("the spool's files hold %d events (%v), want 6: written groups survive a kill", len(onDisk), onDisk)
+	}
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	if err := r.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	if r.Written() != 6 || r.Dropped() != 0 {
+		t.Errorf("written %d, dropped %d after Close; want 6, 0", r.Written(), r.Dropped())
+	}
+}
+
+// TestSpoolRewriteAfterFailedFlush: after a failed flush the spool writes
+// its unflushed records again, at their offsets, before anything else (a
+// failed fdatasync may have dropped the dirty pages); what a reader and a
+// reopen see is every record once, in order.
+func TestSpoolRewriteAfterFailedFlush(t *testing.T) {
+	dir := t.TempDir()
+	sp, _, err := openSpool(dir, 64<<20, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.appendRecords(spoolRecords(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	flushed := sp.durable.Load()
+	if err := sp.writeRecords(spoolRecords(2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if sp.durable.Load() != flushed {
+		t.Fatal("durable moved without a flush")
+	}
+	// What a failed fdatasync leaves: the pages may be gone (zero them
+	// here) and the spool marked to write them again.
+	if _, err := sp.w.WriteAt(make([]byte, sp.unsyncedBytes()), flushed-sp.wStart); err != nil {
+		t.Fatal(err)
+	}
+	sp.redo = true
+	if err := sp.writeRecords(spoolRecords(4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.sync(); err != nil {
+		t.Fatal(err)
+	}
+	sp.close()
+	var ids []string
+	if err := ScanSpool(dir, func(e *Event) { ids = append(ids, e.RequestID) }); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for k := range 5 {
+		var e Event
+		fillEvent(&e, testOutcome(k), "gw")
+		want = append(want, e.RequestID)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("spool holds %v, want %v", ids, want)
+	}
 }

@@ -12,7 +12,7 @@ import (
 // The spool stays the source of truth: what is not held here (after a
 // restart, a rewind, or once the sink has fallen more than
 // maxHandoffBytes behind) is read back from disk, and only events already
-// durable are ever held.
+// durable are ever taken (they are added when written, before the flush).
 type handoff struct {
 	mu    sync.Mutex
 	evs   []Event
@@ -49,10 +49,11 @@ func (h *handoff) add(evs []Event, start int64, ends []int64) {
 
 // take puts into dst (reusing its array) the held events whose records
 // start at pos, up to max events and, as the spool's readBatch does,
-// up to maxBytes of records (the one that passes it included). ok is false when
+// up to maxBytes of records (the one that passes it included), and only
+// those that end by durable (the spool's flushed end). ok is false when
 // none is held at pos; limit is then the offset where the held events
 // begin (a read from disk stops there), or -1.
-func (h *handoff) take(dst []Event, pos int64, max int, maxBytes int64) (out []Event, end, limit int64, ok bool) {
+func (h *handoff) take(dst []Event, pos int64, max int, maxBytes, durable int64) (out []Event, end, limit int64, ok bool) {
 	clear(dst)
 	dst = dst[:0]
 	h.mu.Lock()
@@ -72,8 +73,11 @@ func (h *handoff) take(dst []Event, pos int64, max int, maxBytes int64) (out []E
 		return dst, pos, -1, false
 	}
 	n := 0
-	for n < len(h.evs) && n < max && (n == 0 || h.ends[n-1]-h.start < maxBytes) {
+	for n < len(h.evs) && n < max && (n == 0 || h.ends[n-1]-h.start < maxBytes) && h.ends[n] <= durable {
 		n++
+	}
+	if n == 0 { // written, not yet flushed: nothing to read either
+		return dst, pos, pos, false
 	}
 	end = h.ends[n-1]
 	if n == len(h.evs) { // all of them: swap arrays instead of copying

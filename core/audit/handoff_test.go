@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -62,48 +63,64 @@ func TestHandoff(t *testing.T) {
 	h.add(hoEvents("a", "b"), 100, []int64{110, 130})
 	h.add(hoEvents("c"), 130, []int64{150})
 	// A reader behind the held events reads from disk up to them.
-	if out, _, limit, ok := h.take(nil, 40, 10, maxBatchBytes); ok || len(out) != 0 || limit != 100 {
+	if out, _, limit, ok := h.take(nil, 40, 10, maxBatchBytes, math.MaxInt64); ok || len(out) != 0 || limit != 100 {
 		t.Fatalf("behind: %v %d %v", hoIDs(out), limit, ok)
 	}
 	// At their start: up to max.
-	out, end, _, ok := h.take(nil, 100, 2, maxBatchBytes)
+	out, end, _, ok := h.take(nil, 100, 2, maxBatchBytes, math.MaxInt64)
 	if !ok || hoIDs(out) != "ab" || end != 130 {
 		t.Fatalf("take 2: %q %d %v", hoIDs(out), end, ok)
 	}
-	out, end, _, ok = h.take(out, 130, 10, maxBatchBytes)
+	out, end, _, ok = h.take(out, 130, 10, maxBatchBytes, math.MaxInt64)
 	if !ok || hoIDs(out) != "c" || end != 150 {
 		t.Fatalf("take the rest: %q %d %v", hoIDs(out), end, ok)
 	}
-	if out, _, limit, ok := h.take(out, 150, 10, maxBatchBytes); ok || len(out) != 0 || limit != -1 {
+	if out, _, limit, ok := h.take(out, 150, 10, maxBatchBytes, math.MaxInt64); ok || len(out) != 0 || limit != -1 {
 		t.Fatalf("empty: %q %d %v", hoIDs(out), limit, ok)
 	}
 	// A commit that does not follow the held ones replaces them.
 	h.add(hoEvents("d"), 150, []int64{160})
 	h.add(hoEvents("e"), 170, []int64{180})
-	if out, _, limit, ok := h.take(nil, 150, 10, maxBatchBytes); ok || limit != 170 {
+	if out, _, limit, ok := h.take(nil, 150, 10, maxBatchBytes, math.MaxInt64); ok || limit != 170 {
 		t.Fatalf("after a gap: %q %d %v", hoIDs(out), limit, ok)
 	}
 	// A reader past some (it read them from disk) takes the rest.
 	h.add(hoEvents("f", "g"), 180, []int64{190, 200})
-	if out, end, _, ok := h.take(nil, 190, 10, maxBatchBytes); !ok || hoIDs(out) != "g" || end != 200 {
+	if out, end, _, ok := h.take(nil, 190, 10, maxBatchBytes, math.MaxInt64); !ok || hoIDs(out) != "g" || end != 200 {
 		t.Fatalf("past some: %q %d %v", hoIDs(out), end, ok)
 	}
 	// The byte bound: a batch ends with the record that passes it.
 	h.add(hoEvents("h", "i", "j"), 200, []int64{260, 320, 330})
-	if out, end, _, ok := h.take(nil, 200, 10, 100); !ok || hoIDs(out) != "hi" || end != 320 {
+	if out, end, _, ok := h.take(nil, 200, 10, 100, math.MaxInt64); !ok || hoIDs(out) != "hi" || end != 320 {
 		t.Fatalf("bytes: %q %d %v", hoIDs(out), end, ok)
 	}
 	// Past maxHandoffBytes nothing is held; the next commit starts afresh.
 	h.add(hoEvents("k"), 330, []int64{330 + maxHandoffBytes + 1})
-	if out, _, limit, ok := h.take(nil, 320, 10, maxBatchBytes); ok || limit != -1 {
+	if out, _, limit, ok := h.take(nil, 320, 10, maxBatchBytes, math.MaxInt64); ok || limit != -1 {
 		t.Fatalf("over the bound: %q %d %v", hoIDs(out), limit, ok)
 	}
 	if len(h.evs) != 0 {
 		t.Fatalf("held %q after the over-large commit", hoIDs(h.evs))
 	}
 	h.add(hoEvents("l"), 330+maxHandoffBytes+1, []int64{340 + maxHandoffBytes})
-	if out, _, _, ok := h.take(nil, 330+maxHandoffBytes+1, 10, maxBatchBytes); !ok || hoIDs(out) != "l" {
+	if out, _, _, ok := h.take(nil, 330+maxHandoffBytes+1, 10, maxBatchBytes, math.MaxInt64); !ok || hoIDs(out) != "l" {
 		t.Fatalf("after the over-large commit: %q %v", hoIDs(out), ok)
+	}
+}
+
+// TestHandoff_OnlyDurable: events are added when their group is written
+// and taken only once the spool has flushed them.
+func TestHandoff_OnlyDurable(t *testing.T) {
+	var h handoff
+	h.add(hoEvents("a", "b"), 100, []int64{110, 120})
+	if out, end, limit, ok := h.take(nil, 100, 10, maxBatchBytes, 100); ok || len(out) != 0 || end != 100 || limit != 100 {
+		t.Fatalf("nothing flushed: took %q end %d limit %d ok %v; want nothing, a read stopping at 100", hoIDs(out), end, limit, ok)
+	}
+	if out, end, _, ok := h.take(nil, 100, 10, maxBatchBytes, 115); !ok || hoIDs(out) != "a" || end != 110 {
+		t.Fatalf("flushed to 115: took %q end %d ok %v; want a to 110", hoIDs(out), end, ok)
+	}
+	if out, end, _, ok := h.take(nil, 110, 10, maxBatchBytes, 120); !ok || hoIDs(out) != "b" || end != 120 {
+		t.Fatalf("flushed to 120: took %q end %d ok %v; want b to 120", hoIDs(out), end, ok)
 	}
 }
 

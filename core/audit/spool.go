@@ -31,13 +31,14 @@ import (
 // may already be in the sink and checks before resending them). It is
 // replaced atomically (write, fsync, rename, fsync of the directory).
 //
-// One goroutine appends (group commit: one write and one fsync per
-// batch of events) and one reads and acknowledges; they share only the
-// atomics and the segment list.
+// One goroutine appends (group commit: one write per batch of events,
+// writeRecords; one fdatasync for the batches written since the last,
+// sync) and one reads what is flushed and acknowledges; they share only
+// the atomics and the segment list.
 //
 // The segment being appended to is extended ahead of its records with
 // zeros, prealloc bytes at a time (written and fsynced once), and each
-// group commit overwrites part of that tail and fdatasyncs: the file's
+// group commit overwrites part of that tail, and sync fdatasyncs: the file's
 // size and blocks do not change, so the flush has no metadata to commit
 // (an append's fsync commits the file system's journal every time; on
 // the 2-vCPU VM of bench/RESULTS.md that was ≈ 30 % more CPU per
@@ -52,15 +53,19 @@ type spool struct {
 	mu   sync.Mutex
 	segs []int64 // segment start offsets, ascending; the last is appended to
 
-	durable atomic.Int64  // end of the records written and fsynced
+	durable atomic.Int64  // end of the records written and fsynced (end: written)
 	acked   atomic.Int64  // end of the records the sink stored
-	commits atomic.Uint64 // group commits (fsyncs) this process made
+	commits atomic.Uint64 // flushes (fdatasyncs of records) this process made
 
 	// Appender only.
 	w      *os.File
 	wStart int64
 	end    int64
 	alloc  int64 // bytes of w's file (records and the zeroed tail), from wStart
+	// The records written after durable (a copy, to write them again
+	// after a failed flush), and whether that is needed.
+	unsynced []byte
+	redo     bool
 
 	// Reader only.
 	r       *os.File
@@ -249,9 +254,27 @@ func (s *spool) scan(start, from int64) (valid int64, records int64, err error) 
 	return off, records, nil
 }
 
-// appendRecords writes buf (whole records) and fsyncs: the group commit.
-// On an error nothing of buf counts: the file is cut back.
+// appendRecords writes buf (whole records) and fsyncs: writeRecords then
+// sync. On an error nothing of buf counts.
 func (s *spool) appendRecords(buf []byte) error {
+	if err := s.writeRecords(buf); err != nil {
+		return err
+	}
+	return s.sync()
+}
+
+// writeRecords writes buf (whole records) after the spool's records,
+// without a flush: they are in the page cache, safe from a kill of this
+// process but not from a power loss until sync. On an error nothing of
+// buf counts: the file is cut back.
+func (s *spool) writeRecords(buf []byte) error {
+	if s.redo {
+		// A failed flush may have dropped the written pages: write them
+		// again before anything after them.
+		if err := s.rewrite(); err != nil {
+			return err
+		}
+	}
 	at := s.end - s.wStart
 	if err := s.extend(at + int64(len(buf))); err != nil {
 		return err
@@ -260,12 +283,34 @@ func (s *spool) appendRecords(buf []byte) error {
 		s.cutBack(at)
 		return fmt.Errorf("audit: write spool: %w", err)
 	}
+	s.end += int64(len(buf))
+	s.unsynced = append(s.unsynced, buf...)
+	return nil
+}
+
+// unsyncedBytes is how much writeRecords wrote that sync has not flushed.
+func (s *spool) unsyncedBytes() int { return len(s.unsynced) }
+
+// sync flushes what writeRecords wrote (one fdatasync: the group
+// commit) and moves durable, which is all a reader sees, to the end. On an
+// error the records stay unflushed; the next writeRecords or sync writes
+// them again first (after a failed fsync the kernel may have dropped the
+// dirty pages: retrying the flush alone could report success for them).
+func (s *spool) sync() error {
+	if s.redo {
+		if err := s.rewrite(); err != nil {
+			return err
+		}
+	}
+	if s.durable.Load() == s.end {
+		return nil
+	}
 	if err := datasync(s.w); err != nil {
-		s.cutBack(at)
+		s.redo = true
 		return fmt.Errorf("audit: fsync spool: %w", err)
 	}
-	s.end += int64(len(buf))
 	s.durable.Store(s.end)
+	s.unsynced = s.unsynced[:0]
 	s.commits.Add(1)
 	if s.end-s.wStart >= s.segBytes {
 		if err := s.create(s.end); err != nil {
@@ -278,6 +323,20 @@ func (s *spool) appendRecords(buf []byte) error {
 		_ = s.w.Close()
 		s.w, s.wStart, s.alloc = f, s.end, 0
 	}
+	return nil
+}
+
+// rewrite writes the unflushed records again at their offsets after a
+// failed flush.
+func (s *spool) rewrite() error {
+	at := s.durable.Load() - s.wStart
+	if err := s.extend(at + int64(len(s.unsynced))); err != nil {
+		return err
+	}
+	if _, err := s.w.WriteAt(s.unsynced, at); err != nil {
+		return fmt.Errorf("audit: write spool again: %w", err)
+	}
+	s.redo = false
 	return nil
 }
 
@@ -348,6 +407,10 @@ func frameRecord(buf []byte, at int) {
 
 // bytes is the spool's backlog: bytes written and not yet acknowledged.
 func (s *spool) bytes() int64 { return s.durable.Load() - s.acked.Load() }
+
+// written is bytes() counting what is written but not yet flushed: the
+// appender's view (it alone may read end).
+func (s *spool) written() int64 { return s.end - s.acked.Load() }
 
 // readBatch decodes up to max records from the read position into evs
 // (reusing its backing array), not past until when it is ≥ 0, and
