@@ -6,7 +6,8 @@
 //
 // New (and Reload, for changed plugins) does, per plugin of plugins.yaml:
 // read the file and check the optional sha256 pin; compile it once per
-// isolation class, serialised host-wide and through the compilation cache
+// isolation class and process (every Host of the process shares it: see
+// shared.go), serialised process-wide and through the compilation cache
 // (wazero#2459/#2547: never compile the same bytes concurrently); check the
 // exports and their exact signatures (_initialize, mr_abi_version,
 // mr_buf, mr_init, mr_call) and the imports against an allowlist (mr_v2.log,
@@ -148,8 +149,11 @@
 // it parks on a channel, and the next call's start wakes it: an idle
 // gateway does not wake 100 times a second.
 //
-// Each isolation class (mode × memory_mb) has its own wazero Runtime; all
-// share one compilation cache (the mode is part of wazero's cache key).
+// Each isolation class (mode × memory_mb) has its own wazero Runtime per
+// compilation cache, shared by the process's Hosts and closed with its
+// last compiled module; all classes share one compilation cache (the mode
+// is part of wazero's cache key). A Host's Close closes the instances of
+// its versions still pinned, not the shared Runtime.
 // Revisit when wazero releases cheap termination checks (PRs #2524, #2533:
 // ~1.05× overhead): strict could then be the only mode.
 //

@@ -24,14 +24,10 @@ import (
 // Host loads plugins and serves calls to them. Its methods are safe for
 // concurrent use.
 type Host struct {
-	logger  *slog.Logger
-	baseDir string
-	cache   wazero.CompilationCache // nil: none
-	cfg     atomic.Pointer[Config]
-
-	compileMu sync.Mutex // serialises compilation (wazero#2459, #2547); guards runtimes and modules
-	runtimes  map[rtClass]wazero.Runtime
-	modules   map[compiledKey]*compiled
+	logger   *slog.Logger
+	baseDir  string
+	cacheDir string // absolute; "": compile through the process's in-memory cache (see shared)
+	cfg      atomic.Pointer[Config]
 
 	reloadMu sync.Mutex // serialises New/Reload/Close changes to the plugin set
 	set      atomic.Pointer[pluginSet]
@@ -39,8 +35,6 @@ type Host struct {
 
 	versionsMu sync.Mutex
 	versions   map[*Version]struct{} // every version not yet destroyed
-
-	sinks sync.Map // api.Module -> *logSink
 
 	metrics    hostMetrics
 	timekeeper timekeeper
@@ -89,19 +83,14 @@ func New(ctx context.Context, cfg *Config, baseDir string, logger *slog.Logger) 
 	h := &Host{
 		logger:   logger.With("component", "pluginhost"),
 		baseDir:  baseDir,
-		runtimes: map[rtClass]wazero.Runtime{},
-		modules:  map[compiledKey]*compiled{},
 		versions: map[*Version]struct{}{},
 	}
 	h.bgCtx, h.stop = context.WithCancel(context.Background())
 	if cfg.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(h.abs(cfg.CacheDir))
-		if err != nil {
-			return nil, fmt.Errorf("pluginhost: compilation cache: %w", err)
+		h.cacheDir = h.abs(cfg.CacheDir)
+		if _, err := sharedCache(h.cacheDir); err != nil {
+			return nil, err
 		}
-		h.cache = c
-	} else {
-		h.cache = wazero.NewCompilationCache()
 	}
 	h.cfg.Store(cfg)
 	set := &pluginSet{byName: map[string]*Plugin{}}
@@ -282,56 +271,6 @@ func (v *Version) start(ctx context.Context) error {
 	return nil
 }
 
-// compile returns the compiled module of (class, sha), compiling it once.
-// Compilation is serialised host-wide: wazero's cache is not safe against
-// concurrent compiles of the same bytes, and compiling uses every core.
-func (h *Host) compile(ctx context.Context, class rtClass, sha string, wasm []byte) (*compiled, error) {
-	h.compileMu.Lock()
-	defer h.compileMu.Unlock()
-	if h.closed.Load() {
-		return nil, ErrClosed
-	}
-	key := compiledKey{class, sha}
-	if c := h.modules[key]; c != nil {
-		c.refs++
-		return c, nil
-	}
-	rt := h.runtimes[class]
-	if rt == nil {
-		var err error
-		if rt, err = h.newRuntime(context.Background(), class); err != nil {
-			return nil, err
-		}
-		h.runtimes[class] = rt
-	}
-	start := time.Now()
-	cctx := experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
-	cm, err := rt.CompileModule(cctx, wasm)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
-	}
-	h.logger.Debug("plugin compiled", slog.String("sha256", sha[:12]), slog.Float64("dur_ms", float64(time.Since(start).Microseconds())/1000))
-	c := &compiled{key: key, rt: rt, cm: cm, refs: 1}
-	h.modules[key] = c
-	return c, nil
-}
-
-// releaseCompiled drops a version's reference to its compiled module and
-// closes the module with the last one. By then the version's pool is
-// closed, so nothing instantiates from it any more.
-func (h *Host) releaseCompiled(c *compiled) {
-	if c == nil {
-		return
-	}
-	h.compileMu.Lock()
-	defer h.compileMu.Unlock()
-	if c.refs--; c.refs > 0 {
-		return
-	}
-	delete(h.modules, c.key)
-	c.cm.Close(context.Background())
-}
-
 func (h *Host) forget(v *Version) {
 	h.versionsMu.Lock()
 	delete(h.versions, v)
@@ -377,14 +316,11 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 	}
 	h.bg.Wait()
-	h.compileMu.Lock()
-	for _, rt := range h.runtimes {
-		rt.Close(context.Background())
-	}
-	h.runtimes = map[rtClass]wazero.Runtime{}
-	h.compileMu.Unlock()
-	if h.cache != nil {
-		h.cache.Close(context.Background())
+	// Versions still pinned (ctx ended first) lose their instances now, as
+	// they would with a Runtime of their own closed; their compiled module
+	// and Runtime go with their last reference (shared).
+	for _, v := range h.liveVersions() {
+		v.pool.close()
 	}
 	return err
 }

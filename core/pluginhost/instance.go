@@ -292,9 +292,7 @@ func (in *instance) close() {
 		in.cancel()
 	}
 	if in.mod != nil {
-		if in.v.host != nil {
-			in.v.host.sinks.Delete(in.mod)
-		}
+		guestSinks.Delete(in.mod)
 		in.mod.Close(context.Background())
 	}
 }

@@ -141,13 +141,11 @@ type rtClass struct {
 // newRuntime builds the Runtime of one class with the host modules plugins
 // link against: WASI preview 1 (the allowlist above is enforced before
 // instantiation) and mr_v2.
-func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error) {
+func newRuntime(ctx context.Context, c rtClass, cache wazero.CompilationCache) (wazero.Runtime, error) {
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(c.strict).
-		WithMemoryLimitPages(c.memPages)
-	if h.cache != nil {
-		rc = rc.WithCompilationCache(h.cache)
-	}
+		WithMemoryLimitPages(c.memPages).
+		WithCompilationCache(cache)
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		r.Close(ctx)
@@ -155,7 +153,7 @@ func (h *Host) newRuntime(ctx context.Context, c rtClass) (wazero.Runtime, error
 	}
 	b := r.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.hostLog), []api.ValueType{i32, i32, i32}, nil).
+		WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).
 		WithParameterNames("level", "ptr", "len").
 		Export(abi.ImportLog)
 	_, err := ExportFloatFuncs(b).Instantiate(ctx)
@@ -248,11 +246,11 @@ func reqIDAttr(id uint64) slog.Attr {
 // hostLog implements mr_v2.log(level, ptr, len). The sink is found by the
 // calling module (registered when the instance is created) or, during
 // _initialize, by the context InstantiateModule was given.
-func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level := slog.Level(int32(uint32(stack[0])))
 	ptr, n := uint32(stack[1]), uint32(stack[2])
 	n = min(n, maxLogLine+1) // one more byte than a line may have: emit sees it must cut
-	sink, _ := h.sinks.Load(mod)
+	sink, _ := guestSinks.Load(mod)
 	s, _ := sink.(*logSink)
 	if s == nil {
 		s, _ = ctx.Value(sinkKey{}).(*logSink)

@@ -271,7 +271,7 @@ func (v *Version) instantiate(ctx context.Context, manifest bool) (*instance, []
 	// the request the instance is serving.
 	base := context.WithValue(context.WithValue(context.Background(), sinkKey{}, v.sink), instanceKey{}, in)
 	in.ctx, in.cancel = context.WithCancel(base)
-	v.host.sinks.Store(mod, v.sink)
+	guestSinks.Store(mod, v.sink)
 	payload, err := in.initGuest(ictx, manifest)
 	if err != nil {
 		in.close()
@@ -469,16 +469,16 @@ func fingerprint(sha string, pc *PluginConfig) string {
 	return hex.EncodeToString(s[:])
 }
 
-// compiled is a compiled module shared by the versions of one runtime
-// class with identical bytes.
+// compiled is a compiled module shared by the versions (of every Host in
+// the process) of one Runtime with identical bytes.
 type compiled struct {
 	key  compiledKey
 	rt   wazero.Runtime
 	cm   wazero.CompiledModule
-	refs int // guarded by Host.compileMu
+	refs int // guarded by shared.mu
 }
 
 type compiledKey struct {
-	class rtClass
-	sha   string
+	rt  runtimeKey
+	sha string
 }
