@@ -39,7 +39,7 @@ const (
 
 // Parts returns fresh components in index order, the openai translator
 // with its same-dialect patch for vllm (sdk.Patch; see openaiVLLM) and its
-// patch for ollama's responses and streams (openaiOllama). The
+// patch for ollama (openaiOllama). The
 // responses translator has no patch: its requests always take the fused
 // canonical path (a patch is per translator component, so the openai
 // patch never sees a Responses route).

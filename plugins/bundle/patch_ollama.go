@@ -10,12 +10,11 @@ import (
 )
 
 // openaiOllama is the patch (sdk.Patch) of the openai translator with the
-// ollama adapter for the backend's half: Ollama's /api/chat response and
-// NDJSON stream lines in, what openai's encoders write for what ollama's
-// decoders read, out, in one strict scan of each line instead of a
-// fastjson parse, canonical values and an encode. Requests take the
-// components (PatchRequest declines): Ollama's request body is a different
-// dialect, and a request is once per call.
+// ollama adapter: an OpenAI chat request in, Ollama's /api/chat body out
+// (patch_ollama_request.go), and Ollama's /api/chat response and NDJSON
+// stream lines in, what openai's encoders write for what ollama's
+// decoders read, out, each in one strict scan instead of a fastjson parse,
+// canonical values and an encode.
 //
 // The rules are those of openaiVLLM: byte for byte what the two components
 // give, and a decline (the full path runs) on anything the patch cannot be
@@ -31,6 +30,8 @@ type openaiOllama struct {
 	tmp  []byte // unescape scratch
 	hdr  []byte // a stream chunk's opening, the same for every chunk of a call
 	pre  []byte // a content chunk's event up to its content string
+	msgs []byte // the request's messages, written during the scan
+	text []byte // one message's content parts, joined
 	tmpl lineTemplate
 	st   sdk.StateWriter
 
@@ -51,9 +52,9 @@ func (p *openaiOllama) count(kind int, ok bool) bool {
 	return ok
 }
 
-// PatchRequest implements sdk.Patch: always the components.
+// PatchRequest implements sdk.Patch.
 func (p *openaiOllama) PatchRequest(c *sdk.Call, body []byte, req *canon.ChatRequest, out *sdk.Output) bool {
-	return p.count(patchReq, false)
+	return p.count(patchReq, p.request(c, body, req, out))
 }
 
 // PatchResponse implements sdk.Patch.

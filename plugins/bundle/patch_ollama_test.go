@@ -35,19 +35,128 @@ var ollamaPatchStreams = map[string]bool{"stream/text.ndjson": true, "stream/len
 
 var ollamaPatchResponses = map[string]bool{"response/text.ollama.json": true, "response/length.ollama.json": true, "response/json_format.ollama.json": true}
 
+// The request vectors the patch must take (with some meta variant), so
+// that a patch which declines everything fails.
+var ollamaPatchRequests = map[string]bool{
+	"vllm/testdata/requests/basic.json": true, "vllm/testdata/requests/conversation.json": true,
+	"vllm/testdata/requests/stream_include_usage.json": true, "vllm/testdata/requests/think_high.json": true,
+	"openai/testdata/requests/basic.req.json": true, "openai/testdata/requests/developer_parts.req.json": true, "openai/testdata/requests/nulls.req.json": true,
+}
+
 func TestOllamaPatch_Requests(t *testing.T) {
 	pp := newOllamaPair()
+	n, handled := 0, 0
+	var fell []string
 	for _, v := range requestVectors(t) {
 		if v.ti != OpenAI {
 			continue
 		}
-		h, d := pp.request(t, metaList(routeMeta...), v.body)
+		took := false
+		// Meta context_length becomes num_ctx; the operator's thinking
+		// default applies to a request that does not say.
+		for _, ctx := range []string{"", "32768", "0", "x"} {
+			for _, think := range []string{"", "off", "on"} {
+				kv := append([]string{}, routeMeta...)
+				if ctx != "" {
+					kv = append(kv, abi.MetaContextLength, ctx)
+				}
+				if think != "" {
+					kv = append(kv, abi.MetaThinkDefault, think)
+				}
+				h, d := pp.request(t, metaList(kv...), v.body)
+				if d != "" {
+					t.Errorf("%s ctx=%s think_default=%s: %s", v.name, ctx, think, d)
+				}
+				took = took || h
+			}
+		}
+		n++
+		if took {
+			handled++
+		} else {
+			fell = append(fell, shortName(v.name))
+		}
+		for k := range ollamaPatchRequests {
+			if strings.HasSuffix(v.name, k) && !took {
+				t.Errorf("%s: the patch declined it", v.name)
+			}
+		}
+	}
+	if h, d := pp.request(t, metaList(abi.MetaRoute, "models"), read(t, "../openai/testdata/requests/basic.req.json")); h || d != "" {
+		t.Errorf("models route: handled %v %s", h, d)
+	}
+	t.Logf("requests: the patch handled %d of %d vectors; full path for %s", handled, n, strings.Join(fell, ", "))
+}
+
+// ollamaReqEdges are request fields particular to Ollama's encoding, each
+// put after a minimal valid request (with reqEdges, patch_edge_test.go).
+var ollamaReqEdges = []string{
+	`"stop":"a","temperature":0.5`, `"stop":["a","b"],"max_tokens":3`, `"stop":[""],"seed":1`, `"stop":["",""]`,
+	`"stop":["a"],"top_k":2,"top_p":0.5,"min_p":0.1,"repetition_penalty":1.2,"frequency_penalty":1,"presence_penalty":-1,"seed":7,"max_completion_tokens":9`,
+	`"repetition_penalty":1`, `"top_k":3`, `"seed":5`, `"max_completion_tokens":4`, `"top_p":0.25,"temperature":1.5`,
+	`"think":"low","stream":true`, `"reasoning_effort":"none","stream":false`,
+	`"tools":null,"tool_choice":null,"response_format":null`, `"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"}}}`,
+	`"logprobs":false`, `"logprobs":true`, `"top_logprobs":0`, `"logprobs":false,"top_logprobs":0`, `"logprobs":false,"top_logprobs":1`,
+	`"logprobs":false,"top_logprobs":0.0`, `"logprobs":false,"top_logprobs":null`, `"logprobs":false,"top_logprobs":21`, `"logprobs":null`, `"parallel_tool_calls":true,"user":"u"`,
+	`"stream":true,"stream_options":{"include_usage":true,"x":1}`, `"keep_alive":"5m","options":{"num_ctx":5},"format":"json"`,
+}
+
+// ollamaReqMessages are messages arrays particular to Ollama's encoding.
+var ollamaReqMessages = []string{
+	`[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"refusal","refusal":"c"}]}]`,
+	`[{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":""}]}]`,
+	`[{"role":"user","content":[{"type":"text","text":"a\u0000\"\\"},{"type":"text","text":"\ud83d\ude00"}]}]`,
+	`[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]`,
+	`[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]`,
+	`[{"role":"system","content":"s"},{"role":"developer","content":"d"},{"role":"user","content":"u"},{"role":"assistant","content":"a"}]`,
+	`[{"role":"assistant","content":null,"reasoning":"r"}]`, `[{"role":"assistant","reasoning_content":"\u00e9\/"}]`,
+	`[{"role":"assistant","content":"x","reasoning":"","reasoning_content":null}]`,
+	`[{"role":"assistant","content":"x","tool_calls":null,"function_call":null,"name":"n"}]`,
+	`[{"role":"user","content":"x","reasoning":"r"}]`, `[{"role":"user","content":"x","tool_call_id":"c","tool_call_id":"d"}]`,
+	`[{"role":"user","content":"\u2028\u2029<&>"}]`, `[{"role":"user","content":" \t"},{"role":"user","content":"x"}]`,
+	`[{"role":"tool","content":"r","tool_call_id":"c","name":"f"}]`,
+	`[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"r","tool_call_id":"c"}]`,
+}
+
+func TestOllamaPatch_EdgeRequests(t *testing.T) {
+	pp := newOllamaPair()
+	n, handled := 0, 0
+	run := func(meta []byte, body string) {
+		t.Helper()
+		h, d := pp.request(t, meta, []byte(body))
 		if d != "" {
-			t.Errorf("%s: %s", v.name, d)
+			t.Errorf("%s\n%s", body, d)
 		}
+		n++
 		if h {
-			t.Errorf("%s: the patch took a request", v.name)
+			handled++
 		}
+	}
+	for _, meta := range [][]byte{metaList(routeMeta...), metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "4096")...)} {
+		for _, e := range append(append([]string{}, reqEdges...), ollamaReqEdges...) {
+			if e != "" {
+				e = "," + e
+			}
+			run(meta, `{"model":"m","messages":[{"role":"user","content":"x"}]`+e+`}`)
+		}
+		for _, m := range append(append([]string{}, reqMessages...), ollamaReqMessages...) {
+			run(meta, `{"model":"m","messages":`+m+`}`)
+		}
+		for _, m := range reqModels {
+			run(meta, `{"model":`+m+`,"messages":[{"role":"user","content":"x"}]}`)
+		}
+		for _, b := range []string{``, `[]`, `"x"`, `{}`, `{"model":"m","messages":[{"role":"user","content":"x"}]} x`,
+			` {"model":"m","messages":[{"role":"user","content":"x"}]} `, `{"model":"m","messages":[{"role":"user","content":"x"}],}`} {
+			run(meta, b)
+		}
+	}
+	// Without meta, a tool message of an earlier call and the route of
+	// completions: the full path's answers.
+	run(nil, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	run(metaList(abi.MetaRoute, "completions"), `{"model":"m","prompt":"x"}`)
+	t.Logf("%d of %d handled", handled, n)
+	if handled < n/3 {
+		t.Errorf("the patch handled only %d of %d cases", handled, n)
 	}
 }
 
@@ -357,6 +466,54 @@ func TestOllamaPatch_Mutations(t *testing.T) {
 		}
 	}
 	t.Logf("mutations: patch handled %d of %d responses, %d of %d stream calls", hResp, nResp, hCalls, nCalls)
+}
+
+// TestOllamaPatch_RequestMutations runs random variations of the OpenAI
+// request vectors through both paths.
+func TestOllamaPatch_RequestMutations(t *testing.T) {
+	pp := newOllamaPair()
+	rng := rand.New(rand.NewPCG(23, 29))
+	rounds := 40
+	if testing.Short() {
+		rounds = 8
+	}
+	var reqs [][]byte
+	for _, v := range requestVectors(t) {
+		if v.ti == OpenAI {
+			reqs = append(reqs, v.body)
+		}
+	}
+	meta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "8192")...)
+	var nReq, hReq int
+	for range rounds {
+		for _, body := range reqs {
+			m := mutate(rng, body, reqs)
+			h, d := pp.request(t, meta, m)
+			if d != "" {
+				t.Fatalf("request %s\n%s", m, d)
+			}
+			nReq++
+			if h {
+				hReq++
+			}
+		}
+	}
+	t.Logf("mutations: patch handled %d of %d requests", hReq, nReq)
+}
+
+func FuzzOllamaPatchRequest(f *testing.F) {
+	for _, v := range requestVectors(f) {
+		if v.ti == OpenAI {
+			f.Add(v.body)
+		}
+	}
+	pp := newOllamaPair()
+	meta := metaList(append(append([]string{}, routeMeta...), abi.MetaContextLength, "2048")...)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, d := pp.request(t, meta, body); d != "" {
+			t.Fatal(d)
+		}
+	})
 }
 
 func FuzzOllamaPatchResponse(f *testing.F) {

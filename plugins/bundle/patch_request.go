@@ -174,11 +174,11 @@ func (p *openaiVLLM) request(c *sdk.Call, body []byte, req *canon.ChatRequest, o
 			case rfResponseFormat:
 				v, vok = p.responseFormat(&r)
 			case rfStreamOptions:
-				v, vok = p.streamOptions(&r)
+				v, vok = scanStreamOptions(s, &r)
 			case rfThinking:
-				v, vok = p.thinking(&r)
+				v, vok = scanThinking(s, &r)
 			case rfChatTemplateKwargs:
-				v, vok = p.templateKwargs(&r)
+				v, vok = scanTemplateKwargs(s, &r)
 			default:
 				v, vok = s.value()
 			}
@@ -197,9 +197,22 @@ func (p *openaiVLLM) request(c *sdk.Call, body []byte, req *canon.ChatRequest, o
 	return p.writeRequest(c, body, &r, req, out)
 }
 
-// writeRequest checks the scalar fields as openai's DecodeRequest does and
-// writes the body as vllm's EncodeRequest does.
-func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *canon.ChatRequest, out *sdk.Output) bool {
+// reqVals are a request's scalar fields as openai's DecodeRequest reads
+// them, checked by checkRequest.
+type reqVals struct {
+	maxTokens  int64
+	floats     [6]float64 // temperature, top_p, min_p, repetition, frequency, presence penalties
+	topK, seed int64
+	stream     bool
+	think      canon.Think // with the operator's default applied
+	user, stop span
+	parallel   span
+}
+
+// checkRequest checks the scalar fields as openai's DecodeRequest does:
+// false for anything it would refuse or the patches do not take (n > 1,
+// logprobs, the legacy function fields).
+func checkRequest(c *sdk.Call, body []byte, r *reqState, v *reqVals) bool {
 	f := &r.f
 	// model: a non-empty string. Without escapes its bytes are its value,
 	// which meta repeats.
@@ -211,7 +224,6 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 		return false
 	}
 	// decodeSampling.
-	maxTokens := int64(0)
 	for _, id := range [...]int{rfMaxTokens, rfMaxCompletionTokens} {
 		if f[id].null() {
 			continue
@@ -220,9 +232,8 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 		if !ok || n < 1 || n > maxInt32 {
 			return false
 		}
-		maxTokens = n
+		v.maxTokens = n
 	}
-	var floats [6]float64
 	for i, fl := range [...]struct {
 		id       int
 		min, max float64
@@ -237,85 +248,82 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 		if !ok || !(x >= fl.min && x <= fl.max) {
 			return false
 		}
-		floats[i] = x
+		v.floats[i] = x
 	}
-	var topK, seed int64
 	if !f[rfTopK].null() {
 		n, ok := plainInt(body, f[rfTopK])
 		if !ok || n < -1 || n > maxInt32 {
 			return false
 		}
-		topK = n
+		v.topK = n
 	}
 	if !f[rfSeed].null() {
 		n, ok := plainInt(body, f[rfSeed])
 		if !ok {
 			return false
 		}
-		seed = n
+		v.seed = n
 	}
 	if !f[rfN].null() {
 		if n, ok := plainInt(body, f[rfN]); !ok || n != 1 {
 			return false // n > 1 is left to the full path; n: 1 writes nothing
 		}
 	}
-	// logprobs and top_logprobs are left to the full path (rare; vllm
-	// writes them only when set).
+	// logprobs and top_logprobs are left to the full path (rare; the
+	// adapters write them only when set).
 	if !f[rfLogprobs].null() || !f[rfTopLogprobs].null() {
 		return false
 	}
-	stop := f[rfStop]
-	switch stop.kind {
-	case kNone, kNull, kStr, kArr: // arrays were checked below, when written
+	v.stop = f[rfStop]
+	switch v.stop.kind {
+	case kNone, kNull, kStr, kArr: // arrays are checked when written (appendStop)
 	default:
 		return false
 	}
 	// decodeStreaming.
-	stream := false
 	if !f[rfStream].null() {
 		b, ok := boolOf(f[rfStream])
 		if !ok {
 			return false
 		}
-		stream = b
+		v.stream = b
 	}
-	user := span{}
 	for _, id := range [...]int{rfSafetyIdentifier, rfUser} {
-		v := f[id]
-		if v.null() {
+		u := f[id]
+		if u.null() {
 			continue
 		}
-		if v.kind != kStr {
+		if u.kind != kStr {
 			return false
 		}
-		if v.a != v.b {
-			user = v // user wins over its successor safety_identifier
+		if u.a != u.b {
+			v.user = u // user wins over its successor safety_identifier
 		}
 	}
 	// decodeTools: the legacy pair is left to the full path.
 	if !f[rfFunctions].null() || !f[rfFunctionCall].null() {
 		return false
 	}
-	parallel := f[rfParallelToolCalls]
-	if !parallel.null() {
-		if _, ok := boolOf(parallel); !ok {
+	v.parallel = f[rfParallelToolCalls]
+	if !v.parallel.null() {
+		if _, ok := boolOf(v.parallel); !ok {
 			return false
 		}
 	}
 	// decodeThinking: the first of think, thinking, chat_template_kwargs,
 	// reasoning_effort that says something wins; all must be valid.
 	think := canon.ThinkUnset
-	if v := f[rfThink]; !v.null() {
+	if t := f[rfThink]; !t.null() {
 		switch {
-		case v.kind == kTrue:
+		case t.kind == kTrue:
 			think = canon.ThinkOn
-		case v.kind == kFalse:
+		case t.kind == kFalse:
 			think = canon.ThinkOff
-		case is(body, v, "low"):
+		case is(body, t, "low"):
 			think = canon.ThinkLow
-		case is(body, v, "medium"):
+		case is(body, t, "medium"):
 			think = canon.ThinkMedium
-		case is(body, v, "high"):
+		case is(body, t, "high"):
 			think = canon.ThinkHigh
 		default:
 			return false
@@ -327,16 +335,16 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 	if think == canon.ThinkUnset {
 		think = r.kwargs
 	}
-	if v := f[rfReasoningEffort]; !v.null() {
+	if t := f[rfReasoningEffort]; !t.null() {
 		var e canon.Think
 		switch {
-		case is(body, v, "none"):
+		case is(body, t, "none"):
 			e = canon.ThinkOff
-		case is(body, v, "minimal"), is(body, v, "low"):
+		case is(body, t, "minimal"), is(body, t, "low"):
 			e = canon.ThinkLow
-		case is(body, v, "medium"):
+		case is(body, t, "medium"):
 			e = canon.ThinkMedium
-		case is(body, v, "high"), is(body, v, "xhigh"):
+		case is(body, t, "high"), is(body, t, "xhigh"):
 			e = canon.ThinkHigh
 		default:
 			return false
@@ -348,6 +356,20 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 	if think == canon.ThinkUnset {
 		think = sdk.ThinkDefault(c) // the operator's default, as the full path applies it
 	}
+	v.think = think
+	return true
+}
+
+// writeRequest checks the scalar fields (checkRequest) and writes the body
+// as vllm's EncodeRequest does.
+func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *canon.ChatRequest, out *sdk.Output) bool {
+	var v reqVals
+	if !checkRequest(c, body, r, &v) {
+		return false
+	}
+	f, m := &r.f, r.f[rfModel]
+	maxTokens, floats, topK, seed, stream := v.maxTokens, v.floats, v.topK, v.seed, v.stream
+	stop, user, parallel, think := v.stop, v.user, v.parallel, v.think
 
 	// vllm's EncodeRequest, in its order.
 	b := append(out.Body, `{"model":`...)
@@ -373,7 +395,7 @@ func (p *openaiVLLM) writeRequest(c *sdk.Call, body []byte, r *reqState, req *ca
 		b = appendInt(append(b, `,"seed":`...), seed)
 	}
 	var ok bool
-	if b, ok = p.appendStop(b, body, stop); !ok {
+	if b, ok = appendStop(b, body, stop, &p.tmp); !ok {
 		out.Body = b[:0]
 		return false
 	}
@@ -423,14 +445,14 @@ func (p *openaiVLLM) optFloat(b []byte, f *[nReqFields]span, floats []float64, i
 
 // appendStop writes stop as vllm does: the non-empty strings of a string
 // or an array of strings, nothing when there are none.
-func (p *openaiVLLM) appendStop(b, body []byte, v span) ([]byte, bool) {
+func appendStop(b, body []byte, v span, tmp *[]byte) ([]byte, bool) {
 	switch v.kind {
 	case kStr:
 		if v.a == v.b {
 			return b, true
 		}
 		b = append(b, `,"stop":[`...)
-		return append(appendStr(b, body, v, &p.tmp), ']'), true
+		return append(appendStr(b, body, v, tmp), ']'), true
 	case kArr:
 	default:
 		return b, true
@@ -454,7 +476,7 @@ func (p *openaiVLLM) appendStop(b, body []byte, v span) ([]byte, bool) {
 			if n > 0 {
 				b = append(b, ',')
 			}
-			b = appendStr(b, body, e, &p.tmp)
+			b = appendStr(b, body, e, tmp)
 			n++
 		}
 		if more, ok = s.next(']'); !ok {
@@ -469,8 +491,7 @@ func (p *openaiVLLM) appendStop(b, body []byte, v span) ([]byte, bool) {
 
 // streamOptions reads stream_options: an object whose include_usage is a
 // boolean or null.
-func (p *openaiVLLM) streamOptions(r *reqState) (span, bool) {
-	s := &p.s
+func scanStreamOptions(s *scanner, r *reqState) (span, bool) {
 	if s.peek() == 'n' {
 		return s.lit("null", kNull)
 	}
@@ -510,8 +531,7 @@ func (p *openaiVLLM) streamOptions(r *reqState) (span, bool) {
 
 // thinking reads the Anthropic-style thinking switch (openai's
 // decodeThinkingObject) into r.think.
-func (p *openaiVLLM) thinking(r *reqState) (span, bool) {
-	s := &p.s
+func scanThinking(s *scanner, r *reqState) (span, bool) {
 	switch s.peek() {
 	case 'n':
 		return s.lit("null", kNull)
@@ -563,8 +583,7 @@ func (p *openaiVLLM) thinking(r *reqState) (span, bool) {
 // templateKwargs reads chat_template_kwargs.enable_thinking, or failing
 // that .thinking (openai's decodeTemplateKwargs); the translator keeps no
 // other kwarg, so neither does the patch.
-func (p *openaiVLLM) templateKwargs(r *reqState) (span, bool) {
-	s := &p.s
+func scanTemplateKwargs(s *scanner, r *reqState) (span, bool) {
 	if s.peek() == 'n' {
 		return s.lit("null", kNull)
 	}
