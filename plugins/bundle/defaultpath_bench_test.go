@@ -25,8 +25,7 @@ type defaultPathCall struct {
 
 // defaultPathCalls are the fused calls a plain and a streamed OpenAI chat
 // request makes on the default plugins.yaml (the bundle), on vLLM (the
-// patch) and on Ollama (the openai×ollama patch for the response and
-// streams, the components for the request): request, response, a whole
+// patch) and on Ollama (the openai×ollama patch): request, response, a whole
 // 3-line stream and, on both, a 20-event mid-stream batch. vLLM's
 // response-compact is the body fakellm sends the gateway's benchmarks (as
 // vLLM, compact), plain.json the pretty-printed golden file.
