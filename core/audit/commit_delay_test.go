@@ -200,3 +200,52 @@ func TestSpoolRewriteAfterFailedFlush(t *testing.T) {
 		t.Errorf("spool holds %v, want %v", ids, want)
 	}
 }
+
+// TestCommitPolling: once the spool goroutine has had events it polls the
+// queue every CommitDelay, so the event that starts a later group does not
+// wake it (no send on wake from the request's path); after pollIdle empty
+// polls it stops, and the next event wakes it again. Every event is
+// spooled either way.
+func TestCommitPolling(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "audit.db")
+	const delay = 5 * time.Millisecond
+	r, err := New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: delay, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan struct{})
+	go func() { _ = r.Run(ctx); close(ran) }()
+	waitRunning(t, r)
+
+	r.Observe(testOutcome(0))
+	testutil.WaitFor(t, "the first event spooled", 10*time.Second, func() bool { return r.Spooled() >= 1 })
+	if w := r.wakes.Load(); w != 1 {
+		t.Fatalf("%d wakes for the first event, want 1", w)
+	}
+	// Five more groups, each started after the last was spooled, while
+	// the goroutine polls: no wake.
+	for i := 1; i <= 5; i++ {
+		r.Observe(testOutcome(i))
+		testutil.WaitFor(t, "a polled event spooled", 10*time.Second, func() bool { return r.Spooled() >= uint64(i+1) })
+	}
+	if w := r.wakes.Load(); w != 1 {
+		t.Errorf("%d wakes after five polled groups, want still 1", w)
+	}
+	testutil.WaitFor(t, "polling to end when idle", 10*time.Second, func() bool { return !r.polling.Load() })
+	r.Observe(testOutcome(6))
+	testutil.WaitFor(t, "the event after idling spooled", 10*time.Second, func() bool { return r.Spooled() >= 7 })
+	if w := r.wakes.Load(); w != 2 {
+		t.Errorf("%d wakes after idling, want 2", w)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	if err := r.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	if r.Spooled() != 7 || r.Dropped() != 0 {
+		t.Errorf("spooled %d, dropped %d; want 7, 0", r.Spooled(), r.Dropped())
+	}
+}

@@ -48,6 +48,11 @@ type Options struct {
 	// instead of paying one each; default DefaultCommitDelay; negative:
 	// never linger (one commit per wake-up). It lengthens by as much the
 	// window in which a SIGKILL can lose an accepted-but-unspooled event.
+	// While events keep coming (a poll in the last pollIdle found some),
+	// the goroutine wakes itself every CommitDelay instead of being woken
+	// by the event that starts a group: that wake, a thread started on
+	// the request's path, cost a c=1 request ≈ 25 µs of latency on the
+	// 2-vCPU VM (bench/RESULTS.md).
 	CommitDelay time.Duration
 	// SyncEvery is how often the spool goroutine flushes (fdatasync) the
 	// groups it has written: each group is written at once (a kill of
@@ -135,6 +140,11 @@ type Recorder struct {
 	group    int           // commitGroup, or MaxQueue if smaller
 	lastSync time.Time     // the spool goroutine's last flush
 	wake     chan struct{} // the spool goroutine: the queue became non-empty, or reached commitGroup
+	// polling: the spool goroutine wakes itself every CommitDelay (it
+	// has had events lately), so a request whose event starts the queue
+	// does not wake it (spoolLoop). wakes counts the sends on wake.
+	polling atomic.Bool
+	wakes   atomic.Uint64
 	kick     chan struct{} // the sink goroutine: a full batch is spooled
 	ho       handoff       // spooled events passed to the sink goroutine in memory
 	handed   atomic.Uint64 // events the sink goroutine took from ho, not from disk
@@ -322,10 +332,13 @@ func (r *Recorder) enqueue(o *outcome.Outcome, state, req, resp string, cut bool
 	// The spool goroutine takes the whole queue each time, so it needs a
 	// signal only when the queue starts (it was idle, or will find the
 	// token after its commit) and when it reaches the group size (it may
-	// be lingering for it).
-	if n == 1 || n == r.group {
+	// be lingering for it). While it polls it needs none for the start:
+	// a send here readies it, which on an idle machine starts a thread
+	// (a futex wake, an IPI on a VM) on the request's path.
+	if n == r.group || n == 1 && !r.polling.Load() {
 		select {
 		case r.wake <- struct{}{}:
+			r.wakes.Add(1)
 		default:
 		}
 	}
@@ -547,7 +560,8 @@ func (r *Recorder) Close(ctx context.Context) error {
 // spoolLoop is the group commit: it takes every queued event, appends
 // them with one write and one fsync, and wakes the sink when a batch is
 // full. Woken to a small group, it first lingers up to CommitDelay for
-// more (commitWait).
+// more (commitWait). While it polls (poll) it waits CommitDelay on its own
+// timer instead of for a wake.
 func (r *Recorder) spoolLoop(ctx context.Context) {
 	if r.o.CommitDelay > 0 {
 		r.linger = time.NewTimer(time.Hour)
@@ -558,9 +572,16 @@ func (r *Recorder) spoolLoop(ctx context.Context) {
 	syncTimer.Stop()
 	defer syncTimer.Stop()
 	armed := false
+	idle := 0 // polls in a row that found nothing
 	for {
+		var wait <-chan time.Time // nil: wait for a wake
+		if r.polling.Load() {
+			r.linger.Reset(r.o.CommitDelay)
+			wait = r.linger.C
+		}
 		select {
 		case <-r.wake:
+		case <-wait:
 		case <-syncTimer.C:
 			armed = false
 		case <-r.stop:
@@ -574,9 +595,16 @@ func (r *Recorder) spoolLoop(ctx context.Context) {
 			}
 			return
 		}
-		r.commitWait(ctx)
+		if wait != nil {
+			r.linger.Stop()
+		} else {
+			r.commitWait(ctx)
+		}
 		for {
-			_, err := r.spoolGroup()
+			more, err := r.spoolGroup()
+			if err == nil {
+				idle = r.poll(more, idle)
+			}
 			if err == nil {
 				if due, wait := r.syncDue(); due {
 					err = r.flush()
@@ -598,6 +626,39 @@ func (r *Recorder) spoolLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// pollIdle is how many empty polls in a row end polling: 20 ms at the
+// default CommitDelay, after which the next event wakes the goroutine.
+const pollIdle = 10
+
+// poll decides whether the spool goroutine polls next (spooled: this
+// round found events) and returns the new count of empty polls. Polling
+// ends after pollIdle empty ones; an event queued while it ends is either
+// seen here or finds polling off and wakes the goroutine (enqueue reads
+// polling after queueing, this reads the queue after clearing it).
+func (r *Recorder) poll(spooled bool, idle int) int {
+	if r.linger == nil { // CommitDelay < 0: every event wakes it
+		return 0
+	}
+	if spooled {
+		r.polling.Store(true)
+		return 0
+	}
+	if !r.polling.Load() {
+		return 0
+	}
+	if idle++; idle < pollIdle {
+		return idle
+	}
+	r.polling.Store(false)
+	r.mu.Lock()
+	n := len(r.queue)
+	r.mu.Unlock()
+	if n > 0 {
+		r.polling.Store(true)
+	}
+	return 0
 }
 
 // commitWait lingers up to CommitDelay while fewer than commitGroup
