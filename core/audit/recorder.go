@@ -145,9 +145,10 @@ type Recorder struct {
 	// does not wake it (spoolLoop). wakes counts the sends on wake.
 	polling atomic.Bool
 	wakes   atomic.Uint64
-	kick     chan struct{} // the sink goroutine: a full batch is spooled
-	ho       handoff       // spooled events passed to the sink goroutine in memory
-	handed   atomic.Uint64 // events the sink goroutine took from ho, not from disk
+
+	kick   chan struct{} // the sink goroutine: a full batch is spooled
+	ho     handoff       // spooled events passed to the sink goroutine in memory
+	handed atomic.Uint64 // events the sink goroutine took from ho, not from disk
 
 	full      atomic.Bool // the spool is at MaxSpoolBytes
 	spooled   atomic.Uint64
