@@ -26,7 +26,8 @@ type defaultPathCall struct {
 // defaultPathCalls are the fused calls a plain and a streamed OpenAI chat
 // request makes on the default plugins.yaml (the bundle), on vLLM (the
 // patch) and on Ollama (the openai×ollama patch): request, response, a whole
-// 3-line stream and, on both, a 20-event mid-stream batch. vLLM's
+// 3-line stream and, on both, a 20-event mid-stream batch (vLLM's also
+// one event a call: a slow stream's). vLLM's
 // response-compact is the body fakellm sends the gateway's benchmarks (as
 // vLLM, compact), plain.json the pretty-printed golden file.
 func defaultPathCalls(b testing.TB) []defaultPathCall {
@@ -45,6 +46,7 @@ func defaultPathCalls(b testing.TB) []defaultPathCall {
 		{"vllm/response", abi.OpFusedResponse, VLLM, 0, nil, hdr, read(b, filepath.Join("..", "vllm/testdata/responses/plain.json"))},
 		{"vllm/response-compact", abi.OpFusedResponse, VLLM, 0, nil, hdr, read(b, filepath.Join("testdata", "fakellm-vllm-response.json"))},
 		{"vllm/stream20", abi.OpFusedStream, VLLM, 0, fstate, hdr, events},
+		{"vllm/stream1", abi.OpFusedStream, VLLM, 0, fstate, hdr, firstItem(b, events)},
 		{"ollama/request", abi.OpFusedRequest, Ollama, 0, nil, reqMeta, []byte(gatewayChat)},
 		{"ollama/response", abi.OpFusedResponse, Ollama, 0, nil, hdr, read(b, filepath.Join("..", "ollama/testdata/response/text.ollama.json"))},
 		{"ollama/stream3", abi.OpFusedStream, Ollama, abi.FlagFirst, nil, hdr, list(ollamaEvents)},
@@ -73,4 +75,13 @@ func checkOK(b testing.TB, name string, area []byte) {
 	if r, err := abi.ParseResult(area); err != nil || r.Status != abi.StatusOK {
 		b.Fatalf("%s: %v %s %s", name, err, r.Status, r.Error)
 	}
+}
+
+// firstItem is the first item of an abi list, as a list of one.
+func firstItem(b testing.TB, list []byte) []byte {
+	first, _, ok, err := abi.NextItem(list)
+	if err != nil || !ok {
+		b.Fatalf("first item: %v", err)
+	}
+	return abi.AppendItem(nil, first)
 }
