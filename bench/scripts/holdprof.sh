@@ -3,7 +3,7 @@
 # YAML, e.g. EXTRA='audit: {enabled: false}') on a slow vLLM fakellm (40
 # tokens at 5 tokens/s), HOLD (1000) concurrent streams through it from
 # bench/loadgen, and, with PROFILE_OUT, a 5 s CPU profile from
-# /debug/pprof taken mid-hold. Prints loadgen's summary (CPU a chunk, RSS
+# /debug/pprof taken mid-hold (PROF_KIND=heap: the heap profile then). Prints loadgen's summary (CPU a chunk, RSS
 # a stream, stalls). BIN (default bin/) selects the build. Needs `make
 # gateway plugins fakellm` and `go build -o bin/loadgen ./bench/loadgen`.
 # Ports 19303/19392/19393.
@@ -35,7 +35,7 @@ LG=("$BIN/loadgen" --url http://127.0.0.1:19392/v1/chat/completions --key $KEY -
 "${LG[@]}" --hold-streams 16 --ramp 0s --timeout 60s >/dev/null 2>&1 # warm the pools and connections
 sleep 1
 if [ -n "$P" ]; then
-	(sleep 3; curl -s -H "Authorization: Bearer mk" "http://127.0.0.1:19393/debug/pprof/profile?seconds=5" -o "$P") &
+	(sleep 3; curl -s -H "Authorization: Bearer mk" "http://127.0.0.1:19393/debug/pprof/${PROF_KIND:-profile?seconds=5}" -o "$P") &
 	CP=$!
 fi
 "${LG[@]}" --hold-streams "$HOLD" --ramp 2s --stall-factor 5 --timeout 120s --pid "$GWPID" --out "$W/lg.json" 2>&1 | tail -4
