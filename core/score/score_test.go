@@ -549,7 +549,11 @@ func TestScorer_ProbeDueFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Breaker.Cooldown = config.Duration(time.Millisecond) // below what the config accepts: no fake clock needed
+	// Below what the config accepts, and long enough that the first rank
+	// below runs inside it even on a loaded CI machine (1 ms was not: CI
+	// saw the probe already due).
+	const cooldown = 300 * time.Millisecond
+	cfg.Breaker.Cooldown = config.Duration(cooldown)
 	reg, err := backend.NewRegistry(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -568,7 +572,7 @@ func TestScorer_ProbeDueFirst(t *testing.T) {
 	if got, _ := rank(t, s, &sched.Request{Model: "m"}, Needs{}, all); got != "a,b" {
 		t.Fatalf("breaker open: ranked %q", got)
 	}
-	time.Sleep(5 * time.Millisecond) // past the cool-down (any longer wait does as well)
+	time.Sleep(cooldown + 20*time.Millisecond) // past the cool-down (any longer wait does as well)
 	if !c.ProbeDue() {
 		t.Fatalf("c's probe not due (breaker %s)", c.BreakerState())
 	}
