@@ -546,6 +546,12 @@ type Output struct {
 // abi.MetaStatus, abi.MetaContentType, ...).
 func (o *Output) SetMeta(key, value string) { o.meta = abi.AppendMeta(o.meta, key, value) }
 
+// SetMetaBytes is SetMeta with a byte-slice value (a binary one:
+// abi.MetaStreamShape), which it copies.
+func (o *Output) SetMetaBytes(key string, value []byte) {
+	o.meta = abi.AppendMetaBytes(o.meta, key, value)
+}
+
 // SetEcho leaves the translator a note for the answer to the request its
 // DecodeRequest is reading (abi.MetaEcho, ABI 2.9): the response, stream
 // and error encodes of that request find it with Echo. A host older

@@ -235,7 +235,7 @@ func TestFusedResponse_MatchesCanonical(t *testing.T) {
 func TestFusedStream_MatchesCanonical(t *testing.T) {
 	p, s := testBundle(), singles()
 	rng := rand.New(rand.NewPCG(7, 11))
-	vectors, runs := 0, 0
+	vectors, runs, shaped := 0, 0, 0
 	for _, v := range streamVectors(t) {
 		metas := [][]string{v.meta, append([]string{abi.MetaIncludeUsage, "1"}, v.meta...)}
 		if v.meta != nil {
@@ -257,6 +257,7 @@ func TestFusedStream_MatchesCanonical(t *testing.T) {
 			for i, batches := range cuts {
 				want := unfusedRelay(t, s[tr.ti], s[v.ai], 0, 0, meta).run(batches)
 				got := fusedRelay(t, p, tr.ti, v.ai, meta).run(batches)
+				shaped += got.shaped
 				if d := got.diff(want); d != "" {
 					t.Fatalf("%s × %s %s %s, split %d (%d batches): %s", v.name, names[tr.ti], tr.route, extra, i, len(batches), d)
 				}
@@ -272,7 +273,10 @@ func TestFusedStream_MatchesCanonical(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d stream cases × splits = %d runs", vectors, runs)
+	t.Logf("%d stream cases × splits = %d runs; %d events by stream shapes", vectors, runs, shaped)
+	if shaped == 0 {
+		t.Error("no event was translated by a stream shape")
+	}
 }
 
 // Pooled instances serve any call: interleaving fused and unfused calls of

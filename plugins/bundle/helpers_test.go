@@ -20,6 +20,7 @@ import (
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
 	"github.com/mindrouter/mindrouter/sdk/sdktest"
+	"github.com/mindrouter/mindrouter/sdk/shape"
 )
 
 // Test-only components that speak canonical JSON, so the golden vectors
@@ -200,7 +201,10 @@ type step struct {
 // translator's own FlagFirst; it stops decoding after the backend's end
 // marker and then makes the end call. Unfused it runs stream_decode on ad
 // and stream_encode on tr (header indexes ti and ai); fused, one
-// fused_stream call on fp.
+// fused_stream call on fp, after translating the batch's leading events
+// that match the stream shape the last call left (sdk/shape) as the host
+// does: their output first, their output estimate added to the call's,
+// and no call at all when every event matched.
 type relay struct {
 	t              testing.TB
 	tr, ad, fp     *sdk.Plugin
@@ -208,6 +212,9 @@ type relay struct {
 	meta           []byte
 	astate, tstate []byte
 	fstate         []byte
+	shape          shape.Shape
+	shapeBuf       []byte
+	shaped         int // events the shape translated
 	aFirst, tFirst bool
 	done           bool
 	steps          []step
@@ -252,11 +259,43 @@ func (r *relay) step(batches [][][]byte, i int) {
 		events = batches[i]
 	}
 	if r.fp != nil {
+		var out []byte
+		tokens := 0
+		if !end && r.shape.Valid() {
+			k := 0
+			for _, ev := range events {
+				var n int
+				var ok bool
+				if out, n, ok = r.shape.Apply(out, ev); !ok {
+					break
+				}
+				k, tokens = k+1, tokens+sdk.OutputTokens(n)
+			}
+			r.shaped += k
+			if events = events[k:]; k > 0 && len(events) == 0 {
+				r.steps = append(r.steps, step{out, map[string]string{abi.MetaOutputTokens: fmt.Sprint(tokens)}, false})
+				return
+			}
+		}
 		f := do(r.t, r.fp, abi.OpFusedStream, input(r.ti, r.ai, flags(r.aFirst, end), r.fstate, r.meta, list(events)))
 		if !f.ok() {
 			r.fail = &f
 			return
 		}
+		r.shape.Reset()
+		if v, ok := f.Meta[abi.MetaStreamShape]; ok {
+			delete(f.Meta, abi.MetaStreamShape)
+			if err := r.shape.Parse([]byte(v)); err != nil {
+				r.t.Fatalf("a stream shape the host refuses: %v", err)
+			}
+			r.shapeBuf = r.shape.Clone(r.shapeBuf)
+		}
+		if tokens > 0 {
+			n := 0
+			fmt.Sscan(f.Meta[abi.MetaOutputTokens], &n)
+			f.Meta[abi.MetaOutputTokens] = fmt.Sprint(n + tokens)
+		}
+		f.Payload = append(out, f.Payload...)
 		r.aFirst = false
 		if f.Flags&abi.ResultStateKeep == 0 {
 			r.fstate = f.State

@@ -41,6 +41,7 @@ type openaiVLLM struct {
 	call []byte // one message's tool calls
 	hdr  []byte // a stream chunk's opening, the same for every chunk of a call
 	tmpl eventTemplate
+	sh   shapeScratch
 	st   sdk.StateWriter
 
 	// Calls handled and declined, by kind (request, response, stream).

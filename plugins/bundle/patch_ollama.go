@@ -33,6 +33,7 @@ type openaiOllama struct {
 	msgs []byte // the request's messages, written during the scan
 	text []byte // one message's content parts, joined
 	tmpl lineTemplate
+	sh   shapeScratch
 	st   sdk.StateWriter
 
 	// Calls handled and declined, by kind (request, response, stream).
@@ -311,11 +312,13 @@ func (p *openaiOllama) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte,
 	b := out.Body
 	chunks := 0 // the canonical chunks ollama would have given
 	newRoles := roles
+	var last []byte // the last line read
 	for _, ev := range events {
 		ev = bytes.TrimSpace(ev)
 		if len(ev) == 0 {
 			continue
 		}
+		last = ev
 		var l ollamaLine
 		if !p.tmpl.match(ev, &l) {
 			p.s = scanner{b: ev}
@@ -381,6 +384,12 @@ func (p *openaiOllama) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte,
 		st.Adapter.Set(ollamaStartDone)
 	case plain && !wasPlain:
 		st.Adapter.Set(ollamaPlain)
+	}
+	// Steady: the role sent, the content plain, the stream going on, and
+	// the template this stream's (patch_shape.go).
+	var ll ollamaLine
+	if plain && newRoles == 1 && !done && !end && last != nil && p.tmpl.match(last, &ll) {
+		p.tmpl.leaveShape(&p.sh, out, p.hdr)
 	}
 	if newRoles != roles || end {
 		w := &p.st

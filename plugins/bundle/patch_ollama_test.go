@@ -225,8 +225,11 @@ func TestOllamaPatch_Streams(t *testing.T) {
 			t.Errorf("%s: the patch handled %d of %d calls, want all", v.name, vh, vc)
 		}
 	}
-	t.Logf("streams: the patch handled every call of %d of %d vectors; %d of %d calls in all; full path for %s",
-		whole, vectors, handled, calls, strings.Join(fell, ", "))
+	t.Logf("streams: the patch handled every call of %d of %d vectors; %d of %d calls in all; full path for %s; %d events by the stream shape",
+		whole, vectors, handled, calls, strings.Join(fell, ", "), pp.shaped)
+	if pp.shaped == 0 {
+		t.Error("no event was translated by a stream shape")
+	}
 }
 
 // ollamaLines are single stream lines, each one rule away from a line the

@@ -404,6 +404,8 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 	b := out.Body
 	chunks := 0
 	newRoles := roles
+	var last []byte // the last event read
+	sawDone := false
 	for _, ev := range events {
 		ev = bytes.TrimSpace(ev)
 		if len(ev) == 0 {
@@ -411,8 +413,10 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 		}
 		if string(ev) == "[DONE]" {
 			c.Done()
+			sawDone = true
 			break
 		}
+		last = ev
 		var ch backendChoice
 		var u sdk.PatchReport
 		n := 1
@@ -478,6 +482,12 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 	}
 	if plain && !wasPlain {
 		st.Adapter.Set(vllmPlain)
+	}
+	// Steady: the role sent, the content plain, the stream going on, and
+	// the template this stream's (patch_shape.go).
+	var lc backendChoice
+	if plain && newRoles == 1 && !done && !sawDone && last != nil && p.tmpl.match(last, &lc) {
+		p.tmpl.leaveShape(&p.sh, out, p.hdr)
 	}
 	if newRoles != roles || done {
 		w := &p.st

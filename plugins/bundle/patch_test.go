@@ -11,6 +11,7 @@ import (
 
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/shape"
 )
 
 // The same-dialect patch (openaiVLLM) against the full translation: every
@@ -29,6 +30,7 @@ type patchPair struct {
 	counts        *[3]int // the patch's handled calls, by kind
 	ai            uint16  // the adapter the calls go to
 	patched, full *sdk.Plugin
+	shaped        int // stream events the patch's shapes translated (stream)
 }
 
 func newPatchPair() *patchPair {
@@ -62,8 +64,11 @@ func sseSame(a, b []byte) bool {
 	return true
 }
 
-// compare checks one call's results; it returns "" or the difference.
+// compare checks one call's results, but for a stream shape the patched
+// side leaves (stream checks those); it returns "" or the difference.
 func compare(got, want res, stream bool) string {
+	// The full path leaves no stream shape; stream checks the patch's.
+	delete(got.Meta, abi.MetaStreamShape)
 	same := jsonSame
 	if stream {
 		same = sseSame
@@ -98,9 +103,16 @@ func (pp *patchPair) response(t testing.TB, meta, body []byte) (handled bool, di
 
 // stream runs a stream both ways, batch by batch as the relay does (each
 // side with its own state), comparing every call; it returns how many
-// calls the patch handled and how many calls there were.
+// calls the patch handled and how many calls there were. It plays the
+// host's part with the stream shapes the patched side leaves (sdk/shape):
+// the leading events of a batch that match the shape are translated by
+// it, not by a patched call, and the full path's call on those events
+// alone must write the same bytes, count the same output, and change no
+// state and report no usage, finish or end (pp.shaped counts them).
 func (pp *patchPair) stream(t testing.TB, meta []byte, batches [][][]byte) (handled, calls int, diff string) {
 	var sp, sf []byte
+	var sh shape.Shape
+	var shBuf []byte
 	first := true
 	for i := 0; i <= len(batches); i++ {
 		end := i == len(batches)
@@ -108,12 +120,42 @@ func (pp *patchPair) stream(t testing.TB, meta []byte, batches [][][]byte) (hand
 		if !end {
 			events = batches[i]
 		}
+		if !end && sh.Valid() {
+			var out []byte
+			k, tokens := 0, 0
+			for _, ev := range events {
+				var n int
+				var ok bool
+				if out, n, ok = sh.Apply(out, ev); !ok {
+					break
+				}
+				k, tokens = k+1, tokens+sdk.OutputTokens(n)
+			}
+			if k > 0 {
+				want := do(t, pp.full, abi.OpFusedStream, input(OpenAI, pp.ai, flags(false, false), sf, meta, list(events[:k])))
+				if d := shapeSame(out, tokens, sf, want); d != "" {
+					return handled, calls, fmt.Sprintf("call %d of %d, %d events by the shape: %s", i, len(batches)+1, k, d)
+				}
+				pp.shaped += k
+				if events = events[k:]; len(events) == 0 {
+					continue
+				}
+			}
+		}
 		h := pp.counts[patchStream]
 		got := do(t, pp.patched, abi.OpFusedStream, input(OpenAI, pp.ai, flags(first, end), sp, meta, list(events)))
 		want := do(t, pp.full, abi.OpFusedStream, input(OpenAI, pp.ai, flags(first, end), sf, meta, list(events)))
 		calls++
 		if pp.counts[patchStream] > h {
 			handled++
+		}
+		sh.Reset()
+		if v, ok := got.Meta[abi.MetaStreamShape]; ok {
+			delete(got.Meta, abi.MetaStreamShape)
+			if err := sh.Parse([]byte(v)); err != nil {
+				return handled, calls, fmt.Sprintf("call %d of %d: a shape the host refuses: %v", i, len(batches)+1, err)
+			}
+			shBuf = sh.Clone(shBuf)
 		}
 		if d := compare(got, want, true); d != "" {
 			return handled, calls, fmt.Sprintf("call %d of %d: %s", i, len(batches)+1, d)
@@ -130,6 +172,26 @@ func (pp *patchPair) stream(t testing.TB, meta []byte, batches [][][]byte) (hand
 		}
 	}
 	return handled, calls, ""
+}
+
+// shapeSame checks a shape's translation of some events (out, tokens: the
+// output estimate) against the full path's call on them with state st.
+func shapeSame(out []byte, tokens int, st []byte, want res) string {
+	if !want.ok() || want.Flags&abi.ResultStreamDone != 0 || want.Flags&abi.ResultStateKeep == 0 && !bytes.Equal(want.State, st) {
+		return fmt.Sprintf("the full path: %s %q flags %b state %x (was %x)", want.Status, want.Error, want.Flags, want.State, st)
+	}
+	wm := fmt.Sprintf("%v", want.Meta)
+	if tokens > 0 {
+		if len(want.Meta) != 1 || want.Meta[abi.MetaOutputTokens] != fmt.Sprint(tokens) {
+			return fmt.Sprintf("meta %s, the shape counted %d", wm, tokens)
+		}
+	} else if len(want.Meta) != 0 {
+		return fmt.Sprintf("meta %s, the shape counted none", wm)
+	}
+	if !bytes.Equal(out, want.Payload) {
+		return fmt.Sprintf("shape: %q\nfull:  %q", out, want.Payload)
+	}
+	return ""
 }
 
 func TestPatch_Requests(t *testing.T) {
@@ -237,8 +299,11 @@ func TestPatch_Streams(t *testing.T) {
 			fell = append(fell, shortName(v.name)+" (none)")
 		}
 	}
-	t.Logf("streams: the patch handled every call of %d of %d vectors, some calls of %d; %d of %d calls in all; full path for %s",
-		whole, vectors, partly, handled, calls, strings.Join(fell, ", "))
+	t.Logf("streams: the patch handled every call of %d of %d vectors, some calls of %d; %d of %d calls in all; full path for %s; %d events by the stream shape",
+		whole, vectors, partly, handled, calls, strings.Join(fell, ", "), pp.shaped)
+	if pp.shaped == 0 {
+		t.Error("no event was translated by a stream shape")
+	}
 }
 
 func shortName(p string) string {

@@ -254,9 +254,15 @@ import (
 //     translator answers as it did. Also "think_default"
 //     (MetaThinkDefault: the operator's thinking default for the model),
 //     which an older plugin ignores, leaving the model's own default.
+//   - 2.10, additive: a fused stream call may leave the host the shape
+//     of the events that follow (MetaStreamShape, package sdk/shape):
+//     an event's literal bytes around its strings and the client output
+//     they make. The host translates a matching event itself, without a
+//     call, until a call's result replaces the shape or leaves none. An
+//     older host ignores it and calls the plugin for every batch.
 const (
 	VersionMajor = 2
-	VersionMinor = 9
+	VersionMinor = 10
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -707,6 +713,11 @@ const (
 	// bytes of text beyond the first 12 (a delta holding several tokens);
 	// sdk.OutputTokens computes it.
 	MetaOutputTokens = "output_tokens"
+	// MetaStreamShape (out, fused stream, ABI 2.10): the shape of the
+	// events that follow, as sdk/shape encodes it. Each result of a
+	// fused stream call replaces the host's shape, or drops it when it
+	// has none.
+	MetaStreamShape = "stream_shape"
 	// MetaEncodingFormat (2.2): out, embed_request_decode; in,
 	// embed_response_encode: the client's vector encoding as the
 	// translator names it in canon.EmbeddingRequest.EncodingFormat
