@@ -175,6 +175,9 @@ type Decoded struct {
 	// OutputTokens is the adapter's estimate of the output in the answer
 	// or batch (abi.MetaOutputTokens), for an answer without usage.
 	OutputTokens int
+	// Shape is the stream shape a fused stream call left
+	// (abi.MetaStreamShape, aliasing the call buffers), nil for none.
+	Shape []byte
 }
 
 // DecodeResponse runs the adapter's response_decode op.
@@ -215,6 +218,7 @@ func (c *Calls) decoded(d *Decoded) {
 	}
 	d.FinishReason = metaConst(m, abi.MetaFinishReason, "")
 	d.OutputTokens = metaInt(m, abi.MetaOutputTokens)
+	d.Shape = nil
 }
 
 // Header is the gateway's identity of a response, repeated by the
@@ -369,7 +373,8 @@ func (c *Calls) FusedResponse(ctx context.Context, v *pluginhost.Version, h *Hea
 
 // FusedStream runs the fused stream op on a list of framed backend events
 // and returns the client bytes. meta comes from StreamMeta; state (both
-// components' blobs) is replaced in place.
+// components' blobs) is replaced in place; d.Shape is the stream shape
+// the call left, if any.
 func (c *Calls) FusedStream(ctx context.Context, v *pluginhost.Version, flags uint32, meta []byte, state *[]byte, events []byte, d *Decoded) ([]byte, error) {
 	if err := v.Call(ctx, abi.OpFusedStream, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Flags: flags, State: *state, Meta: meta, Payload: events}, &c.a); err != nil {
 		return nil, err
@@ -378,6 +383,7 @@ func (c *Calls) FusedStream(ctx context.Context, v *pluginhost.Version, flags ui
 	c.decoded(d)
 	d.Canonical = nil
 	d.Done = c.a.Flags&abi.ResultStreamDone != 0
+	d.Shape, _ = abi.MetaGet(c.a.Meta, abi.MetaStreamShape)
 	return c.a.Payload, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/sched"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/jsonw"
+	"github.com/mindrouter/mindrouter/sdk/shape"
 )
 
 // exchange is the per-request working set, pooled so that steady-state
@@ -184,11 +185,18 @@ type stream struct {
 	meta           []byte         // the stream calls' meta (calls.StreamMeta)
 	tstate, astate []byte
 	tFirst, aFirst bool
-	backendDone    bool
-	clientGone     bool
-	werr           error     // the client write that ended a stream
-	resp           []byte    // a stream's first bytes (audit)
-	wdl            time.Time // the client write deadline extendWrite last set
+	// The stream shape the last fused call left (shape.go): its parse,
+	// the bytes it is cloned into, the output it writes, and how many
+	// events it translated.
+	shape       shape.Shape
+	shapeBuf    []byte
+	shapeOut    []byte
+	shaped      int
+	backendDone bool
+	clientGone  bool
+	werr        error     // the client write that ended a stream
+	resp        []byte    // a stream's first bytes (audit)
+	wdl         time.Time // the client write deadline extendWrite last set
 	// outEst sums the adapter's estimates of the output decoded
 	// (plugcall.Decoded.OutputTokens): the usage of an answer that ends
 	// without the backend's (estimateUsage).
@@ -200,6 +208,8 @@ func (st *stream) reset() {
 	st.list = st.list[:0]
 	st.tstate, st.astate = st.tstate[:0], st.astate[:0]
 	st.tFirst, st.aFirst = true, true
+	st.shape.Reset()
+	st.shaped = 0
 	st.backendDone, st.clientGone = false, false
 	st.werr = nil
 	st.resp = st.resp[:0]

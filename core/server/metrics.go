@@ -29,6 +29,7 @@ type metrics struct {
 	latency     histVec // by route
 	streams     atomic.Int64
 	chunks      atomic.Uint64
+	shaped      atomic.Uint64 // stream events the host translated by a plugin's shape
 	disconnects atomic.Uint64
 	connRefused atomic.Uint64
 	st          *stageMetrics
@@ -90,6 +91,9 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	fmt.Fprintf(w, "mindrouter_streams_active %d\n", m.streams.Load())
 	fmt.Fprintln(w, "# TYPE mindrouter_stream_writes_total counter")
 	fmt.Fprintf(w, "mindrouter_stream_writes_total %d\n", m.chunks.Load())
+	fmt.Fprintln(w, "# HELP mindrouter_stream_shaped_events_total Backend stream events translated by a plugin's stream shape, without a plugin call.")
+	fmt.Fprintln(w, "# TYPE mindrouter_stream_shaped_events_total counter")
+	fmt.Fprintf(w, "mindrouter_stream_shaped_events_total %d\n", m.shaped.Load())
 	fmt.Fprintln(w, "# TYPE mindrouter_client_disconnects_total counter")
 	fmt.Fprintf(w, "mindrouter_client_disconnects_total %d\n", m.disconnects.Load())
 	fmt.Fprintln(w, "# HELP mindrouter_request_body_bytes_buffered Request body bytes held in memory by all requests.")

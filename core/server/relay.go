@@ -106,6 +106,7 @@ func (ex *exchange) relay(w io.Writer) (n int64, werr error) {
 		}
 		s.met.streams.Add(-1)
 		s.met.chunks.Add(uint64(ex.out.Chunks))
+		s.met.shaped.Add(uint64(ex.shaped))
 		n, werr = ex.out.BytesOut, ex.werr
 		ex.out.Stages[outcome.StageRespond] += time.Since(t0)
 		if ex.clientGone {

@@ -141,14 +141,26 @@ func (fusedTranslation) response(ex *exchange, body []byte) error {
 // answering stream lasts as long as the backend keeps sending (bounded by
 // timeouts.stream_idle between reads).
 func (fusedTranslation) streamBatch(ex *exchange, end bool) ([]byte, bool, error) {
+	// The leading events the last call's shape matches need no call
+	// (shape.go); the rest, if any, go to the module.
+	list, pre := ex.list, []byte(nil)
+	if !end && ex.shape.Valid() {
+		if pre, list = ex.applyShape(list); len(list) == 0 {
+			return pre, len(pre) > 0, nil
+		}
+	}
 	// One call: the module decodes and encodes, keeping both states in
 	// astate.
-	out, err := ex.calls.FusedStream(ex.s.streamCtx, ex.tver, stepFlags(ex.aFirst, end), ex.meta, &ex.astate, ex.list, &ex.dec)
+	out, err := ex.calls.FusedStream(ex.s.streamCtx, ex.tver, stepFlags(ex.aFirst, end), ex.meta, &ex.astate, list, &ex.dec)
 	if err != nil {
 		return nil, false, err
 	}
 	ex.aFirst = false
 	ex.noteDecoded()
+	ex.keepShape(ex.dec.Shape)
+	if len(pre) > 0 {
+		out = append(pre, out...)
+	}
 	return out, len(out) > 0 || end, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mindrouter/mindrouter/core/pluginhost"
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
+	"github.com/mindrouter/mindrouter/sdk/shape"
 )
 
 // The fused check: in a bundle holding a translator and an adapter, the
@@ -27,9 +28,12 @@ import (
 // vectors and samples, step by step as core/server/relay.go's step runs:
 // every batch of framed events is decoded, and encoded only when the
 // decode gave chunks or at the end call; the adapter gets FlagFirst on its
-// first call, the translator on its own first call. Then fused ops get
-// FuzzIterations random and mutated inputs: each must come back with a
-// status.
+// first call, the translator on its own first call. A stream shape a
+// fused call leaves (ABI 2.10, sdk/shape) is applied as the relay applies
+// it, and held to its promise: the plugin's own call on the events it
+// translated must give the same bytes and output estimate, nothing else,
+// and the same state. Then fused ops get FuzzIterations random and mutated
+// inputs: each must come back with a status.
 
 var fusedOps = []abi.Op{abi.OpFusedRequest, abi.OpFusedResponse, abi.OpFusedStream}
 
@@ -128,6 +132,7 @@ type fusedCheck struct {
 	dropped int // errors past the first maxFusedErrors
 	// What was compared.
 	requests, responses, streams, runs, calls, fuzzed int
+	shaped                                            int // stream events a shape translated
 	res                                               pluginhost.Result
 }
 
@@ -164,8 +169,8 @@ func (s *session) checkFused() (string, error) {
 	if fc.dropped > 0 {
 		fc.errs = append(fc.errs, fmt.Errorf("and %d more differences", fc.dropped))
 	}
-	detail := fmt.Sprintf("%s: %d requests, %d responses, %d streams in %d relay runs against the canonical path (%d calls); %d fuzzed fused calls",
-		strings.Join(names, ", "), fc.requests, fc.responses, fc.streams, fc.runs, fc.calls, fc.fuzzed)
+	detail := fmt.Sprintf("%s: %d requests, %d responses, %d streams in %d relay runs against the canonical path (%d calls, %d stream events by stream shapes); %d fuzzed fused calls",
+		strings.Join(names, ", "), fc.requests, fc.responses, fc.streams, fc.runs, fc.calls, fc.shaped, fc.fuzzed)
 	return detail, errors.Join(fc.errs...)
 }
 
@@ -391,6 +396,8 @@ type driver struct {
 	aFirst, tFirst         bool
 	astate, tstate, fstate []byte
 	done, truncated        bool
+	shape                  shape.Shape // fused: the last call's stream shape
+	shapeBuf               []byte
 	steps                  []relayStep
 	failed                 *outcome // the call that failed the stream
 	framing                error
@@ -473,18 +480,7 @@ func flagsOf(first, end bool) uint32 {
 func (d *driver) step(list []byte, end bool) bool {
 	fc, t, a := d.fc, d.pr.t.idx, d.pr.a.idx
 	if d.fused {
-		o := fc.call(abi.OpFusedStream, pluginhost.CallInput{Flags: flagsOf(d.aFirst, end), Translator: t, Adapter: a,
-			State: d.fstate, Meta: d.meta, Payload: list})
-		if !o.ok() {
-			d.failed = &o
-			return false
-		}
-		d.aFirst = false
-		d.fstate = append(d.fstate[:0], fc.res.State...)
-		done := o.flags&abi.ResultStreamDone != 0
-		d.done = d.done || done
-		d.steps = append(d.steps, relayStep{o.payload, o.meta, done})
-		return true
+		return d.fusedStep(list, end)
 	}
 	dec := fc.call(abi.OpStreamDecode, pluginhost.CallInput{Flags: flagsOf(d.aFirst, end), Translator: t, Adapter: a,
 		State: d.astate, Payload: list})
@@ -511,6 +507,93 @@ func (d *driver) step(list []byte, end bool) bool {
 	enc = then(dec, enc)
 	d.steps = append(d.steps, relayStep{enc.payload, enc.meta, done})
 	return true
+}
+
+// fusedStep is relay.go's step on the fused path (core/server
+// translation.go and shape.go): the batch's leading events that match the
+// stream shape the last call left are translated by it, their output first
+// and their output estimate added to the call's; the rest go to the
+// plugin, whose result replaces the shape or drops it.
+func (d *driver) fusedStep(list []byte, end bool) bool {
+	fc, t, a := d.fc, d.pr.t.idx, d.pr.a.idx
+	var pre []byte
+	tokens := 0
+	if !end && d.shape.Valid() {
+		rest := list
+		for len(rest) > 0 {
+			ev, next, ok, _ := abi.NextItem(rest)
+			if !ok {
+				break
+			}
+			o, n, ok := d.shape.Apply(pre, ev)
+			if !ok {
+				break
+			}
+			pre, rest, tokens = o, next, tokens+sdk.OutputTokens(n)
+		}
+		if k := len(list) - len(rest); k > 0 {
+			d.checkShape(list[:k], pre, tokens)
+			if list = rest; len(list) == 0 {
+				d.steps = append(d.steps, relayStep{pre, map[string]string{abi.MetaOutputTokens: fmt.Sprint(tokens)}, false})
+				return true
+			}
+		}
+	}
+	o := fc.call(abi.OpFusedStream, pluginhost.CallInput{Flags: flagsOf(d.aFirst, end), Translator: t, Adapter: a,
+		State: d.fstate, Meta: d.meta, Payload: list})
+	if !o.ok() {
+		d.failed = &o
+		return false
+	}
+	d.aFirst = false
+	d.fstate = append(d.fstate[:0], fc.res.State...)
+	d.shape.Reset()
+	if v, ok := abi.MetaGet(fc.res.Meta, abi.MetaStreamShape); ok {
+		if err := d.shape.Parse(v); err != nil {
+			fc.fail("%s: a stream shape the host refuses: %v", d.pr, err)
+		}
+		d.shapeBuf = d.shape.Clone(d.shapeBuf)
+		delete(o.meta, abi.MetaStreamShape)
+	}
+	if tokens > 0 {
+		n := 0
+		fmt.Sscan(o.meta[abi.MetaOutputTokens], &n)
+		o.meta[abi.MetaOutputTokens] = fmt.Sprint(n + tokens)
+	}
+	o.payload = append(pre, o.payload...)
+	done := o.flags&abi.ResultStreamDone != 0
+	d.done = d.done || done
+	d.steps = append(d.steps, relayStep{o.payload, o.meta, done})
+	return true
+}
+
+// checkShape holds a shape to its promise (sdk/shape): the plugin's own
+// call on the events it translated must write the same bytes, report the
+// same output estimate and nothing else, and change no state.
+func (d *driver) checkShape(evs, out []byte, tokens int) {
+	fc := d.fc
+	fc.shaped += countItems(evs)
+	o := fc.call(abi.OpFusedStream, pluginhost.CallInput{Flags: flagsOf(false, false), Translator: d.pr.t.idx, Adapter: d.pr.a.idx,
+		State: d.fstate, Meta: d.meta, Payload: evs})
+	delete(o.meta, abi.MetaStreamShape)
+	want := map[string]string{abi.MetaOutputTokens: fmt.Sprint(tokens)}
+	if !o.ok() || o.flags&abi.ResultStreamDone != 0 || !bytes.Equal(fc.res.State, d.fstate) ||
+		!bytes.Equal(o.payload, out) || metaString(o.meta) != metaString(want) {
+		fc.fail("%s: the stream shape's translation differs from the plugin's own call on the same events (which must write the same bytes, count the same output, report nothing else and keep the state)\n shape  meta %s payload %.400q\n plugin %s state changed %v",
+			d.pr, metaString(want), out, &o, !bytes.Equal(fc.res.State, d.fstate))
+	}
+}
+
+func countItems(list []byte) int {
+	n := 0
+	for len(list) > 0 {
+		_, rest, ok, _ := abi.NextItem(list)
+		if !ok {
+			break
+		}
+		n, list = n+1, rest
+	}
+	return n
 }
 
 // diff describes the first difference between two relays ("" if none).

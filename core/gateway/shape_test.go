@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+
+	"github.com/mindrouter/mindrouter/bench/fakellm"
+)
+
+// shapedEvents reads mindrouter_stream_shaped_events_total.
+func shapedEvents(t *testing.T, e *env) int {
+	t.Helper()
+	resp, err := http.Get(e.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "mindrouter_stream_shaped_events_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no mindrouter_stream_shaped_events_total in /metrics")
+	return 0
+}
+
+// A stream on the bundle's vLLM and Ollama patches: once the answer is
+// under way, the relay translates the content events by the shape the
+// plugin left (sdk/shape), without calling it, and the client gets the
+// same text, usage and finish as the unstreamed answer. Paced (an event a
+// read, a slow stream's case) and unpaced (many events a read), on the
+// bundle as WebAssembly and natively; the separate modules' canonical path
+// leaves no shape.
+func TestStreamShape_BothEngines(t *testing.T) {
+	t.Parallel()
+	for _, ps := range pluginSets(t) {
+		for _, tps := range []float64{400, 0} {
+			cfg := fakellm.Config{Tokens: 60, TPS: tps}
+			e := startEnvPlugins(t, context.Background(), ps.set, cfg, cfg, "")
+			for _, model := range []string{vllmModel, ollamaModel} {
+				before := shapedEvents(t, e)
+				chunks := shapedStream(t, e, model)
+				// Paced: all 60 content events but the first (which the
+				// plugin reads to leave the shape). Unpaced, the first
+				// read's batch goes to the plugin whole: what later reads
+				// bring.
+				want := 59
+				if tps == 0 {
+					want = 1
+				}
+				// The client stops at [DONE]; the relay counts its events
+				// just after.
+				shaped := 0
+				waitFor(5*time.Second, func() bool {
+					shaped = shapedEvents(t, e) - before
+					return !ps.fused || shaped >= want
+				})
+				name := fmt.Sprintf("%s tps %v %s: %d chunks, %d events by the shape", ps.name, tps, model, chunks, shaped)
+				if ps.fused && shaped < want || !ps.fused && shaped != 0 {
+					t.Fatal(name)
+				}
+				t.Log(name)
+			}
+		}
+	}
+}
+
+// shapedStream streams a chat on model and checks it against the same
+// chat unstreamed; it returns the chunks the client read.
+func shapedStream(t *testing.T, e *env, model string) (chunks int) {
+	t.Helper()
+	ctx := context.Background()
+	resp, err := e.client.Chat.Completions.New(ctx, chatParams(model, "Tell me about gateways"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := chatParams(model, "Tell me about gateways")
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := e.client.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+		chunks++
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("%s: %v", model, err)
+	}
+	if got, want := acc.Choices[0].Message.Content, resp.Choices[0].Message.Content; got != want {
+		t.Fatalf("%s: streamed %q, unstreamed %q", model, got, want)
+	}
+	if acc.Usage.CompletionTokens != resp.Usage.CompletionTokens || acc.Choices[0].FinishReason != "stop" {
+		t.Fatalf("%s: usage %+v finish %q", model, acc.Usage, acc.Choices[0].FinishReason)
+	}
+	return chunks
+}
