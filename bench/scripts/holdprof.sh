@@ -3,7 +3,8 @@
 # YAML, e.g. EXTRA='audit: {enabled: false}') on a slow vLLM fakellm (40
 # tokens at 5 tokens/s), HOLD (1000) concurrent streams through it from
 # bench/loadgen, and, with PROFILE_OUT, a 5 s CPU profile from
-# /debug/pprof taken mid-hold (PROF_KIND=heap: the heap profile then). Prints loadgen's summary (CPU a chunk, RSS
+# /debug/pprof taken mid-hold (PROF_KIND=heap: the heap profile then;
+# PROF_KIND=strace: strace -c's syscall counts for 5 s). Prints loadgen's summary (CPU a chunk, RSS
 # a stream, stalls). BIN (default bin/) selects the build. Needs `make
 # gateway plugins fakellm` and `go build -o bin/loadgen ./bench/loadgen`.
 # Ports 19303/19392/19393.
@@ -34,7 +35,11 @@ GWPID=$(pgrep -f "mindrouter serve --config $W/gw.yaml" | head -1)
 LG=("$BIN/loadgen" --url http://127.0.0.1:19392/v1/chat/completions --key $KEY --model bench-slow --stream --expect-interval 200ms)
 "${LG[@]}" --hold-streams 16 --ramp 0s --timeout 60s >/dev/null 2>&1 # warm the pools and connections
 sleep 1
-if [ -n "$P" ]; then
+if [ -n "$P" ] && [ "${PROF_KIND:-}" = strace ]; then
+	# Syscall counts for 5 s mid-hold (strace -c: the counts, not the times, are to be trusted).
+	(sleep 3; timeout -s INT 5 strace -c -f -p "$GWPID" -o "$P" >/dev/null 2>&1) &
+	CP=$!
+elif [ -n "$P" ]; then
 	(sleep 3; curl -s -H "Authorization: Bearer mk" "http://127.0.0.1:19393/debug/pprof/${PROF_KIND:-profile?seconds=5}" -o "$P") &
 	CP=$!
 fi

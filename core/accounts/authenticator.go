@@ -208,20 +208,38 @@ func (a *Authenticator) Authenticate(ctx context.Context, key []byte) (auth.Prin
 // expired or its user disabled. The error wraps auth.ErrBadKey then; any
 // other error means the key could not be checked.
 func (a *Authenticator) Recheck(ctx context.Context, key []byte) error {
-	if len(key) < minKeyLen || len(key) > maxKeyLen || string(key[:len(auth.KeyPrefix)]) != auth.KeyPrefix {
-		return errMalformed
+	h, e, now, hit, err := a.recheckCached(key)
+	if hit {
+		return err
 	}
-	h := sha256.Sum256(key)
-	now := a.now()
+	_, err = a.lookup(ctx, key, &h, e, now, false)
+	return err
+}
+
+// RecheckCached is Recheck answered from the cache alone: hit is false
+// when the key's entry is missing or past its time, and then only Recheck
+// (a store read) can answer. The relay asks it first, so that the
+// common recheck, a cache hit, needs no context with a deadline.
+func (a *Authenticator) RecheckCached(key []byte) (hit bool, err error) {
+	_, _, _, hit, err = a.recheckCached(key)
+	return hit, err
+}
+
+// recheckCached is RecheckCached, and what Recheck needs to read the
+// store on a miss: the key's hash, its stale entry (or nil) and the time.
+func (a *Authenticator) recheckCached(key []byte) (h [32]byte, e *entry, now time.Time, hit bool, err error) {
+	if len(key) < minKeyLen || len(key) > maxKeyLen || string(key[:len(auth.KeyPrefix)]) != auth.KeyPrefix {
+		return h, nil, now, true, errMalformed
+	}
+	h = sha256.Sum256(key)
+	now = a.now()
 	mono := a.mono(now)
-	e := a.cache.get(&h)
-	var err error
+	e = a.cache.get(&h)
 	if e != nil && mono-e.loaded < a.freshFor(mono) {
 		_, err = a.use(e, now, false)
-	} else {
-		_, err = a.lookup(ctx, key, &h, e, now, false)
+		return h, e, now, true, err
 	}
-	return err
+	return h, e, now, false, nil
 }
 
 // use checks what may have changed since e was read (the clock) and

@@ -506,6 +506,9 @@ func TestRecheck(t *testing.T) {
 			t.Fatalf("a good key rechecked: %v", err)
 		}
 	}
+	if hit, err := a.RecheckCached([]byte(key)); !hit || err != nil {
+		t.Fatalf("a good cached key: hit %v %v", hit, err)
+	}
 	if err := a.FlushUses(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -517,10 +520,21 @@ func TestRecheck(t *testing.T) {
 	}
 	h := HashKey([]byte(key))
 	a.Invalidate(ctx, h[:])
+	// Its entry dropped: only the store can answer.
+	if hit, err := a.RecheckCached([]byte(key)); hit || err != nil {
+		t.Errorf("an invalidated key from the cache: hit %v %v, want a miss", hit, err)
+	}
 	if err := a.Recheck(ctx, []byte(key)); !errors.Is(err, auth.ErrBadKey) {
 		t.Errorf("a revoked key rechecked: %v, want a bad key", err)
 	}
+	// The store's answer is cached: the refusal is a hit now.
+	if hit, err := a.RecheckCached([]byte(key)); !hit || !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a revoked key from the cache: hit %v %v, want a bad key", hit, err)
+	}
 	if err := a.Recheck(ctx, []byte("nonsense")); !errors.Is(err, auth.ErrBadKey) {
 		t.Errorf("a malformed key rechecked: %v, want a bad key", err)
+	}
+	if hit, err := a.RecheckCached([]byte("nonsense")); !hit || !errors.Is(err, auth.ErrBadKey) {
+		t.Errorf("a malformed key from the cache: hit %v %v, want a bad key", hit, err)
 	}
 }

@@ -28,6 +28,9 @@ import (
 // counting a use (core/accounts).
 type rechecker interface {
 	Recheck(ctx context.Context, key []byte) error
+	// RecheckCached answers from the cache alone (hit false: ask
+	// Recheck): the usual recheck needs no timer.
+	RecheckCached(key []byte) (hit bool, err error)
 }
 
 // noteKey keeps a copy of the request's key for the rechecks: the
@@ -52,12 +55,18 @@ func (ex *exchange) keyRefused(now time.Time) bool {
 		return false
 	}
 	ex.recheckAt = now.Add(ex.s.cfg.Accounts.StreamRecheck.D())
+	rc, ok := ex.s.authn.(rechecker)
+	if ok {
+		if hit, err := rc.RecheckCached(ex.key); hit {
+			return errors.Is(err, auth.ErrBadKey)
+		}
+	}
 	// The relay waits for the answer: a store read (a cache entry past
 	// its time) must not stall the stream for long.
 	ctx, cancel := context.WithTimeout(ex.s.baseCtx, recheckTimeout)
 	defer cancel()
 	var err error
-	if rc, ok := ex.s.authn.(rechecker); ok {
+	if ok {
 		err = rc.Recheck(ctx, ex.key)
 	} else {
 		_, err = ex.s.authn.Authenticate(ctx, ex.key)
