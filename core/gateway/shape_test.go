@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/mindrouter/mindrouter/bench/fakellm"
+	"github.com/mindrouter/mindrouter/core/internal/testutil"
 )
 
 // shapedEvents reads mindrouter_stream_shaped_events_total.
@@ -105,4 +110,63 @@ func shapedStream(t *testing.T, e *env, model string) (chunks int) {
 		t.Fatalf("%s: usage %+v finish %q", model, acc.Usage, acc.Choices[0].FinishReason)
 	}
 	return chunks
+}
+
+// A batch whose first events the shape translates and whose next event
+// the plugin refuses: the client still gets the shaped events' text, then
+// the error that ends the stream.
+func TestStreamShape_PluginFailsAfterShapedEvents(t *testing.T) {
+	t.Parallel()
+	const model = "shape-model"
+	_, fkURL := startFake(t, fakellm.Config{Engine: "vllm", Models: []string{model}})
+	target, err := url.Parse(fkURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target) // discovery and probes: fakellm's
+	ev := func(delta string) string {
+		return `data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":1,"model":"` + model +
+			`","choices":[{"index":0,"delta":{` + delta + `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, part := range []string{
+			ev(`"role":"assistant","content":""`),
+			ev(`"content":"Hello"`),                         // the plugin's call, which leaves the shape
+			ev(`"content":" world"`),                        // the shape's
+			ev(`"content":" again"`) + "data: {\"id\":\n\n", // the shape's, then one the plugin refuses
+		} {
+			_, _ = io.WriteString(w, part)
+			w.(http.Flusher).Flush()
+			time.Sleep(30 * time.Millisecond) // one read each
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ps, err := testutil.BuildBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEnvPlugins(t, context.Background(), ps, fakellm.Config{}, fakellm.Config{},
+		fmt.Sprintf("  - {name: shaped, engine: vllm, url: %q, models: [%s]}\n", srv.URL, model))
+	before := shapedEvents(t, e)
+	stream := e.client.Chat.Completions.NewStreaming(context.Background(), chatParams(model, "hi"))
+	var text strings.Builder
+	for stream.Next() {
+		if c := stream.Current(); len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if stream.Err() == nil {
+		t.Fatal("the stream ended without an error")
+	}
+	if text.String() != "Hello world again" {
+		t.Fatalf("text %q before the error, want %q", text.String(), "Hello world again")
+	}
+	if !waitFor(5*time.Second, func() bool { return shapedEvents(t, e)-before == 2 }) {
+		t.Fatalf("%d events by the shape, want 2", shapedEvents(t, e)-before)
+	}
 }

@@ -179,12 +179,17 @@ func (ex *exchange) step(w io.Writer, end bool) bool {
 	out, send, err := ex.tr.streamBatch(ex, end)
 	ex.out.StreamPlugin += time.Since(t0)
 	if err != nil {
+		if send && !ex.send(w, out) {
+			return false
+		}
 		ex.streamFail(w, pluginFailure(err))
 		return false
 	}
-	if !send {
-		return true
-	}
+	return !send || ex.send(w, out)
+}
+
+// send writes one batch's client bytes and counts them.
+func (ex *exchange) send(w io.Writer, out []byte) bool {
 	ex.out.Chunks++
 	ex.out.BytesOut += int64(len(out))
 	return ex.write(w, out)

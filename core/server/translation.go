@@ -35,7 +35,8 @@ type translation interface {
 	response(ex *exchange, body []byte) error
 	// streamBatch translates one batch of framed backend events (ex.list;
 	// end: the stream's last call) into client bytes. send is false when
-	// the batch makes no client chunk.
+	// the batch makes no client chunk. With an error, out is what the
+	// batch's first events still made (the fused path's shaped events).
 	streamBatch(ex *exchange, end bool) (out []byte, send bool, err error)
 	// streamState is the translator's stream state, with which it ends a
 	// broken stream in step (EncodeStreamError).
@@ -153,13 +154,14 @@ func (fusedTranslation) streamBatch(ex *exchange, end bool) ([]byte, bool, error
 	// astate.
 	out, err := ex.calls.FusedStream(ex.s.streamCtx, ex.tver, stepFlags(ex.aFirst, end), ex.meta, &ex.astate, list, &ex.dec)
 	if err != nil {
-		return nil, false, err
+		return pre, len(pre) > 0, err // what the shape translated still goes out
 	}
 	ex.aFirst = false
 	ex.noteDecoded()
 	ex.keepShape(ex.dec.Shape)
 	if len(pre) > 0 {
-		out = append(pre, out...)
+		ex.shapeOut = append(pre, out...)
+		out = ex.shapeOut
 	}
 	return out, len(out) > 0 || end, nil
 }
