@@ -1,10 +1,5 @@
 package server
 
-import (
-	"github.com/mindrouter/mindrouter/sdk"
-	"github.com/mindrouter/mindrouter/sdk/abi"
-)
-
 // Stream shapes (ABI 2.10, sdk/shape): a fused stream call may leave the
 // shape of the events that follow, the literal bytes of an event around
 // its strings and the client output they make. The relay translates each
@@ -24,22 +19,11 @@ import (
 // shape: their client bytes (ex.shapeOut), and the events left for the
 // plugin. Their output estimate is counted as the plugin would report it.
 func (ex *exchange) applyShape(list []byte) (out, rest []byte) {
-	out = ex.shapeOut[:0]
-	for len(list) > 0 {
-		ev, next, ok, _ := abi.NextItem(list)
-		if !ok {
-			break // malformed: the plugin's call says so
-		}
-		o, n, ok := ex.shape.Apply(out, ev)
-		if !ok {
-			break
-		}
-		out, list = o, next
-		ex.outEst += int64(sdk.OutputTokens(n))
-		ex.shaped++
-	}
+	out, rest, n, tokens := ex.shape.ApplyList(ex.shapeOut[:0], list)
 	ex.shapeOut = out
-	return out, list
+	ex.outEst += int64(tokens)
+	ex.shaped += n
+	return out, rest
 }
 
 // keepShape takes the shape a call left (b, aliasing the call buffers),

@@ -262,15 +262,8 @@ func (r *relay) step(batches [][][]byte, i int) {
 		var out []byte
 		tokens := 0
 		if !end && r.shape.Valid() {
-			k := 0
-			for _, ev := range events {
-				var n int
-				var ok bool
-				if out, n, ok = r.shape.Apply(out, ev); !ok {
-					break
-				}
-				k, tokens = k+1, tokens+sdk.OutputTokens(n)
-			}
+			var k int
+			out, _, k, tokens = r.shape.ApplyList(nil, list(events))
 			r.shaped += k
 			if events = events[k:]; k > 0 && len(events) == 0 {
 				r.steps = append(r.steps, step{out, map[string]string{abi.MetaOutputTokens: fmt.Sprint(tokens)}, false})

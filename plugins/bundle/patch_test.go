@@ -121,16 +121,7 @@ func (pp *patchPair) stream(t testing.TB, meta []byte, batches [][][]byte) (hand
 			events = batches[i]
 		}
 		if !end && sh.Valid() {
-			var out []byte
-			k, tokens := 0, 0
-			for _, ev := range events {
-				var n int
-				var ok bool
-				if out, n, ok = sh.Apply(out, ev); !ok {
-					break
-				}
-				k, tokens = k+1, tokens+sdk.OutputTokens(n)
-			}
+			out, _, k, tokens := sh.ApplyList(nil, list(events))
 			if k > 0 {
 				want := do(t, pp.full, abi.OpFusedStream, input(OpenAI, pp.ai, flags(false, false), sf, meta, list(events[:k])))
 				if d := shapeSame(out, tokens, sf, want); d != "" {

@@ -42,6 +42,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/mindrouter/mindrouter/sdk"
+	"github.com/mindrouter/mindrouter/sdk/abi"
 )
 
 // Hole flags.
@@ -319,6 +322,29 @@ func (s *Shape) Apply(dst, ev []byte) (out []byte, n int, ok bool) {
 		}
 	}
 	return dst, n, true
+}
+
+// ApplyList translates the leading events of list (an abi item list, as
+// the host hands a fused stream call its batch) that match s, as the
+// host's relay does: their output appended to dst, the rest of the list
+// (from the first event that does not match), how many events matched,
+// and their output estimate (sdk.OutputTokens of each counted hole's
+// decoded length, as the plugin would have reported it).
+func (s *Shape) ApplyList(dst, list []byte) (out, rest []byte, events, tokens int) {
+	out = dst
+	for len(list) > 0 {
+		ev, next, ok, _ := abi.NextItem(list)
+		if !ok {
+			break // malformed: the plugin's call says so
+		}
+		o, n, ok := s.Apply(out, ev)
+		if !ok {
+			break
+		}
+		out, list = o, next
+		events, tokens = events+1, tokens+sdk.OutputTokens(n)
+	}
+	return out, list, events, tokens
 }
 
 // canonical scans the string body that starts at ev[i] to its closing

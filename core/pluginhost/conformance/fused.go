@@ -519,19 +519,11 @@ func (d *driver) fusedStep(list []byte, end bool) bool {
 	var pre []byte
 	tokens := 0
 	if !end && d.shape.Valid() {
-		rest := list
-		for len(rest) > 0 {
-			ev, next, ok, _ := abi.NextItem(rest)
-			if !ok {
-				break
-			}
-			o, n, ok := d.shape.Apply(pre, ev)
-			if !ok {
-				break
-			}
-			pre, rest, tokens = o, next, tokens+sdk.OutputTokens(n)
-		}
+		var rest []byte
+		var n int
+		pre, rest, n, tokens = d.shape.ApplyList(nil, list)
 		if k := len(list) - len(rest); k > 0 {
+			fc.shaped += n
 			d.checkShape(list[:k], pre, tokens)
 			if list = rest; len(list) == 0 {
 				d.steps = append(d.steps, relayStep{pre, map[string]string{abi.MetaOutputTokens: fmt.Sprint(tokens)}, false})
@@ -572,7 +564,6 @@ func (d *driver) fusedStep(list []byte, end bool) bool {
 // same output estimate and nothing else, and change no state.
 func (d *driver) checkShape(evs, out []byte, tokens int) {
 	fc := d.fc
-	fc.shaped += countItems(evs)
 	o := fc.call(abi.OpFusedStream, pluginhost.CallInput{Flags: flagsOf(false, false), Translator: d.pr.t.idx, Adapter: d.pr.a.idx,
 		State: d.fstate, Meta: d.meta, Payload: evs})
 	delete(o.meta, abi.MetaStreamShape)
@@ -582,18 +573,6 @@ func (d *driver) checkShape(evs, out []byte, tokens int) {
 		fc.fail("%s: the stream shape's translation differs from the plugin's own call on the same events (which must write the same bytes, count the same output, report nothing else and keep the state)\n shape  meta %s payload %.400q\n plugin %s state changed %v",
 			d.pr, metaString(want), out, &o, !bytes.Equal(fc.res.State, d.fstate))
 	}
-}
-
-func countItems(list []byte) int {
-	n := 0
-	for len(list) > 0 {
-		_, rest, ok, _ := abi.NextItem(list)
-		if !ok {
-			break
-		}
-		n, list = n+1, rest
-	}
-	return n
 }
 
 // diff describes the first difference between two relays ("" if none).
