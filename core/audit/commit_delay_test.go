@@ -208,7 +208,9 @@ func TestSpoolRewriteAfterFailedFlush(t *testing.T) {
 // spooled either way.
 func TestCommitPolling(t *testing.T) {
 	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "audit.db")
-	const delay = 5 * time.Millisecond
+	// pollIdle polls of 25 ms: the test has 250 ms between groups before
+	// polling ends, room for a loaded machine's scheduling.
+	const delay = 25 * time.Millisecond
 	r, err := New(Options{Dir: dir, EmbeddedPath: db, CommitDelay: delay, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
