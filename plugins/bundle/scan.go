@@ -59,18 +59,35 @@ type scanner struct {
 func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t') }
 
 func (s *scanner) ws() {
-	i, b := s.i, s.b
-	if i >= len(b) || !isSpace(b[i]) {
-		return // compact JSON: the common case
+	if s.i < len(s.b) && s.b[s.i] <= ' ' {
+		s.skipSpace()
 	}
-	for i++; i < len(b) && isSpace(b[i]); i++ {
+}
+
+// skipSpace is ws's loop, out of line so that ws, peek and eat inline: a
+// call costs more than a byte in Go's WebAssembly, and compact JSON (the
+// common case) has no whitespace to skip.
+//
+//go:noinline
+func (s *scanner) skipSpace() {
+	i, b := s.i, s.b
+	for i < len(b) && isSpace(b[i]) {
+		i++
 	}
 	s.i = i
 }
 
 // peek skips whitespace and returns the next byte (0 at the end).
 func (s *scanner) peek() byte {
-	s.ws()
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i]
+	}
+	return s.peekSpace()
+}
+
+//go:noinline
+func (s *scanner) peekSpace() byte {
+	s.skipSpace()
 	if s.i < len(s.b) {
 		return s.b[s.i]
 	}
