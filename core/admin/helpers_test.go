@@ -166,7 +166,13 @@ func (e *env) serve() {
 			ctx.Error(`{"detail":"Not Found"}`, fasthttp.StatusNotFound)
 			return
 		}
-		p, err := e.authenticate(ctx, auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), ctx.Request.Header.Peek("X-API-Key")))
+		// Not ctx: a *fasthttp.RequestCtx must not parent a context that
+		// outlives the handler (database/sql's watcher reads it after
+		// fasthttp reset it; admin.Serve's comment). CI's race detector
+		// caught TestNodes_SidecarKeyNeverShown on it.
+		actx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		p, err := e.authenticate(actx, auth.KeyFromHeaders(ctx.Request.Header.Peek("Authorization"), ctx.Request.Header.Peek("X-API-Key")))
 		if err != nil {
 			ctx.Error(`{"detail":"Invalid API key"}`, fasthttp.StatusUnauthorized)
 			return

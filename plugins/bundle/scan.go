@@ -301,20 +301,26 @@ func (s *scanner) lit(word string, kind byte) (span, bool) {
 }
 
 // value scans any value after whitespace, validating containers whole.
+// Cases in order of frequency: vLLM's bodies hold a dozen nulls.
 func (s *scanner) value() (span, bool) {
 	switch c := s.peek(); {
 	case c == '"':
 		return s.str()
+	case c == 'n':
+		// One 4-byte load, not a string comparison.
+		if i := s.i; len(s.b)-i >= 4 && binary.LittleEndian.Uint32(s.b[i:]) == 'n'|'u'<<8|'l'<<16|'l'<<24 {
+			s.i = i + 4
+			return span{kind: kNull, a: i, b: i + 4}, true
+		}
+		return span{}, false
+	case c == '-' || '0' <= c && c <= '9':
+		return s.num()
 	case c == '{' || c == '[':
 		return s.container()
 	case c == 't':
 		return s.lit("true", kTrue)
 	case c == 'f':
 		return s.lit("false", kFalse)
-	case c == 'n':
-		return s.lit("null", kNull)
-	case c == '-' || '0' <= c && c <= '9':
-		return s.num()
 	}
 	return span{}, false
 }
