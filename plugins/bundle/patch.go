@@ -123,6 +123,58 @@ func float(b []byte, v span) (float64, bool) {
 	return f, true
 }
 
+// shortestFloat reports whether the JSON number text t is what jsonw.Float
+// writes for its value, so that it can be copied: an optional minus, an
+// integer part without leading zeros, an optional fraction without
+// trailing zeros, no exponent, at most 15 significant digits and, with a
+// fraction, a magnitude of at least 1e-6 (below it jsonw writes an
+// exponent). Why that suffices: a decimal of at most 15 significant digits
+// is the only one of at most 15 digits that rounds to its float64 (DBL_DIG),
+// so the shortest form that reads back as that float64 is its own digits;
+// jsonw writes those digits in plain notation from 1e-6 to 1e21, and a
+// whole number below 1e15 as an integer. Minus zero in any spelling
+// ("-0", "-0.0") is left to jsonw.
+func shortestFloat(t []byte) bool {
+	i := 0
+	if len(t) > 0 && t[0] == '-' {
+		i++
+	}
+	d := i
+	for i < len(t) && '0' <= t[i] && t[i] <= '9' {
+		i++
+	}
+	intDigits := i - d
+	if intDigits == 0 || intDigits > 1 && t[d] == '0' {
+		return false
+	}
+	zeroInt := intDigits == 1 && t[d] == '0'
+	sig := intDigits
+	if zeroInt {
+		sig = 0
+	}
+	if i == len(t) {
+		return sig <= 15 && !(zeroInt && d == 1) // "-0": left to jsonw
+	}
+	if t[i] != '.' {
+		return false // an exponent
+	}
+	i++
+	f := i
+	lead := 0 // zeros after the point before the first nonzero digit, for 0.x
+	for i < len(t) && '0' <= t[i] && t[i] <= '9' {
+		if zeroInt && sig == 0 && t[i] == '0' {
+			lead++
+		} else {
+			sig++
+		}
+		i++
+	}
+	if i != len(t) || i == f || t[i-1] == '0' || sig == 0 || sig > 15 {
+		return false // no digits, a trailing zero, all zeros, or too many
+	}
+	return !zeroInt || lead <= 5
+}
+
 // is reports whether string span v, without escapes, is s.
 func is(b []byte, v span, s string) bool {
 	return v.kind == kStr && v.flags&sfEsc == 0 && string(b[v.a:v.b]) == s

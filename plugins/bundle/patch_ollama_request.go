@@ -8,7 +8,6 @@ import (
 	"github.com/mindrouter/mindrouter/sdk"
 	"github.com/mindrouter/mindrouter/sdk/abi"
 	"github.com/mindrouter/mindrouter/sdk/canon"
-	"github.com/mindrouter/mindrouter/sdk/jsonw"
 )
 
 // The openai×ollama request patch: an OpenAI Chat Completions body in, the
@@ -149,9 +148,9 @@ func (p *openaiOllama) writeRequest(c *sdk.Call, body []byte, r *reqState, req *
 		case fl.id == rfSeed:
 			b = appendInt(b, v.seed)
 		case i < 2:
-			b = jsonw.Float(b, v.floats[i]) // temperature, top_p
+			b = appendFloat(b, body, f[fl.id], v.floats[i]) // temperature, top_p
 		default:
-			b = jsonw.Float(b, v.floats[i-1]) // after top_k
+			b = appendFloat(b, body, f[fl.id], v.floats[i-1]) // after top_k
 		}
 	}
 	mark := len(b)
