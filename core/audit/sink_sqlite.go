@@ -102,14 +102,28 @@ type sqliteSink struct {
 	// conn is the connection the sink writes on, held out of db's pool
 	// so that raw's statements stay valid; nil until the first write and
 	// after a failed one (the next write takes a fresh connection).
-	conn  *sql.Conn
-	raw   any                          // conn's driver connection, which stmts belong to
-	stmts [len(sqliteRows)]driver.Stmt // inserts of sqliteRows[i] rows, prepared once on raw
-	blob  driver.Stmt                  // the blob insert
-	args  []driver.NamedValue          // the bound values, reused
-	text  []byte                       // a statement's time and cold texts, reused
-	ends  []int                        // where each of them ends in text
+	conn *sql.Conn
+	raw  any // conn's driver connection, which stmts belong to
+	// stmts[u][i] inserts sqliteRows[i] rows, prepared once on raw:
+	// u = 0 with OR IGNORE, u = 1 with sqliteUpsert (see insert).
+	stmts [2][len(sqliteRows)]driver.Stmt
+	blob  driver.Stmt         // the blob insert
+	args  []driver.NamedValue // the bound values, reused
+	text  []byte              // a statement's time and cold texts, reused
+	ends  []int               // where each of them ends in text
+
+	// started holds the ids of the started rows this sink wrote whose
+	// finished event has not come yet: a finished event in it takes the
+	// upsert, any other the plain insert (insert). Only a hint: a wrong
+	// answer costs time, never a row. Cleared when it reaches
+	// sqliteStartedMax (rows of requests that never finish here).
+	started      map[string]struct{}
+	plain, upsrt []*Event // a batch's events by statement, reused
 }
+
+// sqliteStartedMax bounds sqliteSink.started: far more requests than a
+// gateway holds in flight.
+const sqliteStartedMax = 1 << 17
 
 // sqliteRows are the row counts of the multi-row inserts a batch is cut
 // into, largest first: one statement step per up to 64 rows instead of
@@ -190,7 +204,7 @@ func (s *sqliteSink) writeRaw(ctx context.Context, dc any, evs []Event) (err err
 	if dc != s.raw {
 		// Not reached (a failed write closes them with its connection);
 		// statements of another connection are never used or closed here.
-		s.stmts, s.blob, s.raw = [len(sqliteRows)]driver.Stmt{}, nil, dc
+		s.stmts, s.blob, s.raw = [2][len(sqliteRows)]driver.Stmt{}, nil, dc
 	}
 	defer func() {
 		if err != nil {
@@ -235,19 +249,27 @@ func (s *sqliteSink) writeRaw(ctx context.Context, dc any, evs []Event) (err err
 	return nil
 }
 
-// stmt is the prepared insert of sqliteRows[i] rows.
-func (s *sqliteSink) stmt(c rawConn, i int) (driver.Stmt, error) {
-	if st := s.stmts[i]; st != nil {
+// stmt is the prepared insert of sqliteRows[i] rows, with the upsert
+// clause when upsert is set.
+func (s *sqliteSink) stmt(c rawConn, upsert bool, i int) (driver.Stmt, error) {
+	u := 0
+	if upsert {
+		u = 1
+	}
+	if st := s.stmts[u][i]; st != nil {
 		return st, nil
 	}
 	row := "(?" + strings.Repeat(", ?", len(sqliteHot)) + ")"
-	q := "INSERT INTO request_rows (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
-		fmt.Sprintf(sqliteUpsert, s.set)
+	q := "INSERT OR IGNORE INTO request_rows (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1)
+	if upsert {
+		q = "INSERT INTO request_rows (" + s.cols + ") VALUES " + row + strings.Repeat(", "+row, sqliteRows[i]-1) +
+			fmt.Sprintf(sqliteUpsert, s.set)
+	}
 	st, err := c.PrepareContext(context.Background(), q)
 	if err != nil {
 		return nil, fmt.Errorf("audit: embedded sink: prepare insert: %w", err)
 	}
-	s.stmts[i] = st
+	s.stmts[u][i] = st
 	return st, nil
 }
 
@@ -265,25 +287,79 @@ func (s *sqliteSink) interrupt(c rawConn, m *Event) error {
 }
 
 // insert writes evs (no markers) with multi-row statements.
+//
+// Most rows are new: a short request's finished event took its admission
+// event's place before the spool, or met it in the batch (collapse); a
+// started row is new, or else changes nothing. Those go in with INSERT OR
+// IGNORE. Only a finished event whose started row is already stored
+// needs sqliteUpsert, and a multi-row statement with a DO UPDATE that
+// may abort keeps a statement journal: SQLite copies every page the
+// statement changes into it first (16 % of the recorder's CPU, its
+// mallocs and copies, BenchmarkRecorderCost). Which finished events
+// have a stored started row the sink knows from started; where it does
+// not (the row was written before a restart, or the hint was cleared),
+// the plain insert ignores the row and reports fewer rows changed, and
+// the chunk's finished events are written again with the upsert, which
+// leaves those the insert did store as they are. So each row ends as
+// sqliteUpsert alone would leave it, in any order (a started row never
+// replaces a row; a finished one replaces only a started one).
 func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
+	plain, upsrt := s.plain[:0], s.upsrt[:0]
+	for i := range evs {
+		e := &evs[i]
+		if e.State != RowStarted {
+			if _, ok := s.started[e.RequestID]; ok {
+				delete(s.started, e.RequestID)
+				upsrt = append(upsrt, e)
+				continue
+			}
+		}
+		plain = append(plain, e)
+	}
+	defer func() {
+		clear(plain)
+		clear(upsrt)
+		s.plain, s.upsrt = plain[:0], upsrt[:0]
+	}()
+	again, err := s.rows(ctx, c, false, plain)
+	if err != nil {
+		return err
+	}
+	if _, err := s.rows(ctx, c, true, append(upsrt, again...)); err != nil {
+		return err
+	}
+	for _, e := range plain {
+		if e.State == RowStarted && e.RequestID != "" {
+			if s.started == nil || len(s.started) >= sqliteStartedMax {
+				s.started = make(map[string]struct{}, 1024)
+			}
+			s.started[e.RequestID] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// rows inserts evs, with sqliteUpsert when upsert is set. Without it,
+// again holds the finished events of each statement that stored fewer
+// rows than it had (see insert).
+func (s *sqliteSink) rows(ctx context.Context, c rawConn, upsert bool, evs []*Event) (again []*Event, err error) {
 	for k := 0; k < len(evs); {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		i := 0
 		for sqliteRows[i] > len(evs)-k {
 			i++
 		}
 		n := sqliteRows[i]
-		st, err := s.stmt(c, i)
+		st, err := s.stmt(c, upsert, i)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// Each row's time and cold texts go into one buffer, made one
 		// string: one allocation a statement instead of two a row.
 		b, ends := s.text[:0], s.ends[:0]
-		for j := range evs[k : k+n] {
-			e := &evs[k+j]
+		for _, e := range evs[k : k+n] {
 			b = e.Time.UTC().AppendFormat(b, sqliteTimeLayout)
 			ends = append(ends, len(b))
 			b = appendCold(b, e)
@@ -292,22 +368,35 @@ func (s *sqliteSink) insert(ctx context.Context, c rawConn, evs []Event) error {
 		s.text, s.ends = b, ends
 		text := string(b)
 		a, from := s.args[:0], 0
-		for j := range evs[k : k+n] {
+		for j, e := range evs[k : k+n] {
 			t, c := ends[2*j], ends[2*j+1]
-			a = appendSQLiteRow(a, &evs[k+j], text[from:t], text[t:c])
+			a = appendSQLiteRow(a, e, text[from:t], text[t:c])
 			from = c
 		}
 		s.args = a
-		_, err = st.(driver.StmtExecContext).ExecContext(context.Background(), a)
+		res, err := st.(driver.StmtExecContext).ExecContext(context.Background(), a)
 		for j := range a {
 			a[j].Value = nil // drop the strings
 		}
 		if err != nil {
-			return fmt.Errorf("audit: embedded sink: insert: %w", err)
+			return nil, fmt.Errorf("audit: embedded sink: insert: %w", err)
+		}
+		if !upsert {
+			stored, err := res.RowsAffected()
+			if err != nil {
+				return nil, fmt.Errorf("audit: embedded sink: rows inserted: %w", err)
+			}
+			if stored < int64(n) {
+				for _, e := range evs[k : k+n] {
+					if e.State != RowStarted {
+						again = append(again, e)
+					}
+				}
+			}
 		}
 		k += n
 	}
-	return nil
+	return again, nil
 }
 
 // appendSQLiteRow appends the values of e's row in request_rows (its
@@ -351,10 +440,12 @@ func (s *sqliteSink) writeBlobs(ctx context.Context, c rawConn, evs []Event) err
 
 // closeStmts closes the statements prepared on s.raw (inside Raw).
 func (s *sqliteSink) closeStmts() {
-	for i, st := range s.stmts {
-		if st != nil {
-			_ = st.Close()
-			s.stmts[i] = nil
+	for u := range s.stmts {
+		for i, st := range s.stmts[u] {
+			if st != nil {
+				_ = st.Close()
+				s.stmts[u][i] = nil
+			}
 		}
 	}
 	if s.blob != nil {

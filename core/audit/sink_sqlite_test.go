@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -141,5 +142,84 @@ func TestSQLiteSinkRows(t *testing.T) {
 	}
 	if _, err := get(ctx, ev.RequestID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A finished event replaces its started row also when the sink writing
+// it did not write that row (a restart, or its hint cleared): the plain
+// insert ignores it, and the statement's finished events are written
+// again with the upsert, in batches that mix such events with new
+// finished rows, new started rows and started rows replayed over
+// finished ones, across the statements' row counts.
+func TestSQLiteSinkRows_StartedBeforeRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	ctx := context.Background()
+	const n = 85 // 64 + 16 + 4 + 1: every statement size
+	fin := make([]Event, n)
+	for i := range fin {
+		fillEvent(&fin[i], testOutcome(i), "gw")
+		fin[i].RequestBody = fmt.Sprintf("body %d", i)
+	}
+	started := func(e Event) Event {
+		e.State, e.Status, e.FinishReason, e.RequestBody = RowStarted, 0, "", ""
+		return e
+	}
+	// The first process: every third request's started row, and every
+	// fifth one finished already.
+	db, err := OpenEmbedded(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSQLiteSink(db, true)
+	var first []Event
+	for i := range fin {
+		switch {
+		case i%5 == 0:
+			first = append(first, fin[i])
+		case i%3 == 0:
+			first = append(first, started(fin[i]))
+		}
+	}
+	if err := s.write(ctx, first, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	// The second process: every request finished, each fifth one's
+	// started row replayed, and new started rows.
+	db, err = OpenEmbedded(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = newSQLiteSink(db, true)
+	defer s.close()
+	var second []Event
+	for i := range fin {
+		if i%5 == 0 {
+			second = append(second, started(fin[i]))
+		}
+		second = append(second, fin[i])
+	}
+	var fresh Event
+	fillEvent(&fresh, testOutcome(n), "gw")
+	fresh = started(fresh)
+	second = append(second, fresh)
+	if err := s.write(ctx, second, false); err != nil {
+		t.Fatal(err)
+	}
+	get := NewSQLiteSearcher(db).Get
+	for _, w := range append(fin, fresh) {
+		got, err := get(ctx, w.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Blobs, w.Until = nil, time.Time{}
+		if w.State == "" {
+			w.State = RowFinished
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Fatalf("%s reads\n%+v\nwant\n%+v", w.RequestID, got, w)
+		}
 	}
 }
