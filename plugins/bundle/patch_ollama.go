@@ -289,9 +289,9 @@ func (p *openaiOllama) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte,
 	plain, done := false, false
 	switch {
 	case len(st.Adapter.In) == 0:
-	case bytes.Equal(st.Adapter.In, ollamaPlain):
+	case equal(st.Adapter.In, ollamaPlain):
 		plain = true
-	case bytes.Equal(st.Adapter.In, ollamaPlainDone), bytes.Equal(st.Adapter.In, ollamaStartDone):
+	case equal(st.Adapter.In, ollamaPlainDone), equal(st.Adapter.In, ollamaStartDone):
 		// Lines after the done line are not read; the state stays.
 		plain, done = true, true
 		events = nil
@@ -437,13 +437,13 @@ func (t *lineTemplate) set(ev []byte, created, content span) {
 // the content in l.
 func (t *lineTemplate) match(ev []byte, l *ollamaLine) bool {
 	np, nm, ns := len(t.prefix), len(t.middle), len(t.suffix)
-	if np == 0 || len(ev) < np+nm+ns || !bytes.Equal(ev[:np], t.prefix) || !bytes.Equal(ev[len(ev)-ns:], t.suffix) {
+	if np == 0 || len(ev) < np+nm+ns || !equal(ev[:np], t.prefix) || !equal(ev[len(ev)-ns:], t.suffix) {
 		return false
 	}
 	s := scanner{b: ev, i: np - 1}
 	if t.two {
 		v, ok := s.str()
-		if !ok || !bytes.HasPrefix(ev[v.b:], t.middle) {
+		if !ok || !hasPrefix(ev[v.b:], t.middle) {
 			return false
 		}
 		s.i = v.b + nm - 1

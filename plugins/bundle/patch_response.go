@@ -386,7 +386,7 @@ func (p *openaiVLLM) stream(c *sdk.Call, st *sdk.PatchStream, events [][]byte, r
 	// starts afresh whatever the host passed.
 	plain := false
 	if !c.First() && len(st.Adapter.In) > 0 {
-		if !bytes.Equal(st.Adapter.In, vllmPlain) {
+		if !equal(st.Adapter.In, vllmPlain) {
 			return false
 		}
 		plain = true
@@ -524,7 +524,7 @@ func (t *eventTemplate) set(ev []byte, content span) {
 // which it puts in ch.
 func (t *eventTemplate) match(ev []byte, ch *backendChoice) bool {
 	np, ns := len(t.prefix), len(t.suffix)
-	if np == 0 || len(ev) < np+ns || !bytes.Equal(ev[:np], t.prefix) || !bytes.Equal(ev[len(ev)-ns:], t.suffix) {
+	if np == 0 || len(ev) < np+ns || !equal(ev[:np], t.prefix) || !equal(ev[len(ev)-ns:], t.suffix) {
 		return false
 	}
 	s := scanner{b: ev, i: np - 1}
