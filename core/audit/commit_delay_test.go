@@ -96,7 +96,11 @@ func TestCommitDelayCancel(t *testing.T) {
 	waitRunning(t, r)
 	for i := range 3 {
 		r.Observe(testOutcome(10 + i))
-		testutil.WaitFor(t, fmt.Sprintf("event %d spooled with no commit delay", i), 10*time.Second, func() bool { return r.Spooled() >= uint64(i+1) })
+		// Spooled counts an event once written, commits once flushed: wait
+		// for the flush too, or the next event could join its group.
+		testutil.WaitFor(t, fmt.Sprintf("event %d committed with no commit delay", i), 10*time.Second, func() bool {
+			return r.Spooled() >= uint64(i+1) && r.sp.commits.Load() >= uint64(i+1)
+		})
 	}
 	if c := r.sp.commits.Load(); c != 3 {
 		t.Errorf("%d commits for 3 lone events without a delay, want 3", c)
