@@ -437,6 +437,15 @@ type Audit struct {
 	// TrustedProxies are the CIDR prefixes of proxies whose
 	// X-Forwarded-For names the client; otherwise the peer address is.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// CommitDelay is how long the spool's group commit waits for more
+	// events to share its write (default 2ms, at most 100ms): what a kill
+	// of the gateway can lose is the events of the last CommitDelay.
+	// SyncEvery is the longest between two flushes (fdatasync) of what it
+	// wrote (default 10ms, at most 1s): what a power loss can lose.
+	// Longer waits cost less CPU when events come sparsely (long
+	// streams; docs/audit.md, "What is never lost").
+	CommitDelay Duration `yaml:"commit_delay"`
+	SyncEvery   Duration `yaml:"sync_every"`
 }
 
 // Telemetry is the history of the sidecars' GPU readings and the
@@ -882,6 +891,12 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Telemetry.Retention.D(); r < time.Hour {
 		add("telemetry.retention: at least 1h (telemetry.enabled: false keeps no history)")
+	}
+	if d := c.Audit.CommitDelay.D(); d < 0 || d > 100*time.Millisecond {
+		add("audit.commit_delay: between 0 (the default, 2ms) and 100ms")
+	}
+	if d := c.Audit.SyncEvery.D(); d < 0 || d > time.Second {
+		add("audit.sync_every: between 0 (the default, 10ms) and 1s")
 	}
 	if c.Audit.MaxContentBytes < 0 || c.Audit.MaxContentBytes > 16<<20 {
 		add("audit.max_content_bytes: must be between 0 and 16777216")

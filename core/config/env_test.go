@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseExpandsEnvironmentInValues(t *testing.T) {
@@ -83,10 +84,17 @@ func TestAuditContentPolicy(t *testing.T) {
 		"audit: {content: full, redact: ['secret']}": "needs audit.content: redacted",
 		"audit: {content_retention: 5m}":             "at least 1h",
 		"audit: {retention: -1h}":                    "must not be negative",
+		"audit: {commit_delay: 200ms}":               "audit.commit_delay: between 0",
+		"audit: {commit_delay: -1ms}":                "audit.commit_delay: between 0",
+		"audit: {sync_every: 2s}":                    "audit.sync_every: between 0",
 	} {
 		if _, err := Parse([]byte(in+"\n"), "."); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
+	}
+	if c, err := Parse([]byte("audit: {commit_delay: 10ms, sync_every: 100ms}\n"), "."); err != nil ||
+		c.Audit.CommitDelay.D() != 10*time.Millisecond || c.Audit.SyncEvery.D() != 100*time.Millisecond {
+		t.Errorf("commit_delay, sync_every: %v %v %v", c.Audit.CommitDelay, c.Audit.SyncEvery, err)
 	}
 	c, _ := Parse([]byte("audit: {content: redacted}\n"), ".")
 	res, err := c.AuditRedact()

@@ -34,16 +34,12 @@ func openAudit(ctx context.Context, cfg *config.Config, replica string, log *slo
 	if !cfg.AuditOn() {
 		return nil, nil
 	}
-	var ch *audit.CHOptions
-	if a := cfg.Audit.ClickHouse; len(a.Addr) > 0 {
-		ch = &audit.CHOptions{Addr: a.Addr, Database: a.Database, Username: a.Username, Password: a.Password}
-	}
-	redact, err := cfg.AuditRedact()
+	o, err := recorderOptions(cfg, replica, log)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := audit.New(audit.Options{Dir: cfg.DataPath(cfg.Audit.Spool), ClickHouse: ch, EmbeddedPath: cfg.DataPath(cfg.Audit.Embedded),
-		Content: cfg.AuditContent(), Redact: redact, MaxContentBytes: cfg.Audit.MaxContentBytes, Replica: replica, Log: log})
+	ch := o.ClickHouse
+	rec, err := audit.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("start the audit recorder: %w", err)
 	}
@@ -141,4 +137,19 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// recorderOptions is the recorder's part of cfg.
+func recorderOptions(cfg *config.Config, replica string, log *slog.Logger) (audit.Options, error) {
+	var ch *audit.CHOptions
+	if a := cfg.Audit.ClickHouse; len(a.Addr) > 0 {
+		ch = &audit.CHOptions{Addr: a.Addr, Database: a.Database, Username: a.Username, Password: a.Password}
+	}
+	redact, err := cfg.AuditRedact()
+	if err != nil {
+		return audit.Options{}, err
+	}
+	return audit.Options{Dir: cfg.DataPath(cfg.Audit.Spool), ClickHouse: ch, EmbeddedPath: cfg.DataPath(cfg.Audit.Embedded),
+		Content: cfg.AuditContent(), Redact: redact, MaxContentBytes: cfg.Audit.MaxContentBytes,
+		CommitDelay: cfg.Audit.CommitDelay.D(), SyncEvery: cfg.Audit.SyncEvery.D(), Replica: replica, Log: log}, nil
 }
