@@ -225,6 +225,7 @@ func TestFusedResponse_MatchesCanonical(t *testing.T) {
 				}
 				want = enc
 			}
+			checkResponseShape(t, v.name, got, v.body)
 			same(t, v.name+" × "+names[tr.ti]+" "+tr.route, got, want)
 			n++
 		}

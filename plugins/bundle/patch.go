@@ -43,6 +43,7 @@ type openaiVLLM struct {
 	tmpl eventTemplate
 	sh   shapeScratch
 	st   sdk.StateWriter
+	ans  answerSpans // a response's id, created and counts (patch_shape.go)
 
 	// Calls handled and declined, by kind (request, response, stream).
 	handled, declined [3]int

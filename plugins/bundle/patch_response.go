@@ -35,6 +35,16 @@ func (p *openaiVLLM) top(stream bool, ch *backendChoice, u *sdk.PatchReport) (n 
 	var errv, object, choices, usage span
 	ok = s.object(func(k []byte) bool {
 		switch string(k) {
+		case "id", "created":
+			v, ok := s.value()
+			dst := &p.ans.id
+			if k[0] == 'c' {
+				dst = &p.ans.created
+			}
+			if ok && !field(dst, v) {
+				p.ans.dup = true // a repeated key: no response shape
+			}
+			return ok
 		case "error":
 			v, ok := s.value()
 			return ok && field(&errv, v) && v.null()
@@ -271,6 +281,7 @@ func (p *openaiVLLM) usage(u *canon.Usage) bool {
 		}
 		return int(min(max(n, 0), maxInt32))
 	}
+	p.ans.pt, p.ans.ct, p.ans.tt = pt, ct, tt
 	*u = canon.Usage{PromptTokens: cnt(pt), CompletionTokens: cnt(ct), TotalTokens: cnt(tt),
 		CachedTokens: cnt(cached), ReasoningTokens: cnt(reasoning)}
 	if u.TotalTokens == 0 {
@@ -281,12 +292,26 @@ func (p *openaiVLLM) usage(u *canon.Usage) bool {
 
 // appendUsage is openai's appendUsage.
 func appendUsage(b []byte, u *canon.Usage) []byte {
+	b, _ = appendUsageAt(b, u)
+	return b
+}
+
+// appendUsageAt is appendUsage, also reporting where it wrote the
+// prompt, completion and total counts.
+func appendUsageAt(b []byte, u *canon.Usage) ([]byte, [3][2]int) {
+	var at [3][2]int
 	b = append(b, `{"prompt_tokens":`...)
+	at[0][0] = len(b)
 	b = appendInt(b, int64(u.PromptTokens))
+	at[0][1] = len(b)
 	b = append(b, `,"completion_tokens":`...)
+	at[1][0] = len(b)
 	b = appendInt(b, int64(u.CompletionTokens))
+	at[1][1] = len(b)
 	b = append(b, `,"total_tokens":`...)
+	at[2][0] = len(b)
 	b = appendInt(b, int64(u.TotalTokens))
+	at[2][1] = len(b)
 	if u.CachedTokens > 0 {
 		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 		b = append(appendInt(b, int64(u.CachedTokens)), '}')
@@ -295,7 +320,7 @@ func appendUsage(b []byte, u *canon.Usage) []byte {
 		b = append(b, `,"completion_tokens_details":{"reasoning_tokens":`...)
 		b = append(appendInt(b, int64(u.ReasoningTokens)), '}')
 	}
-	return append(b, '}')
+	return append(b, '}'), at
 }
 
 // appendHeader is openai's header.append with the gateway's values.
@@ -314,16 +339,22 @@ func (p *openaiVLLM) response(c *sdk.Call, body []byte, r *sdk.PatchReport, out 
 		return false
 	}
 	p.s = scanner{b: body}
+	p.ans = answerSpans{}
 	var ch backendChoice
 	n, ok := p.top(false, &ch, r)
 	if !ok || n != 1 {
 		return false
 	}
+	base := len(out.Body)
+	var at answerAt
 	b := appendHeader(out.Body, id, model, created, "chat.completion")
+	at.header = len(b) - base
 	b = appendInt(append(b, `,"choices":[{"index":`...), ch.index)
 	b = append(b, `,"message":{"role":"assistant","content":`...)
 	if ch.content.kind == kStr {
+		at.content[0] = len(b) + 1 - base
 		b = appendStr(b, body, ch.content, &p.tmp)
+		at.content[1] = len(b) - 1 - base
 	} else {
 		b = append(b, `""`...)
 	}
@@ -335,11 +366,18 @@ func (p *openaiVLLM) response(c *sdk.Call, body []byte, r *sdk.PatchReport, out 
 	}
 	b = append(b, "}]"...)
 	if r.HasUsage {
-		b = appendUsage(append(b, `,"usage":`...), &r.Usage)
+		var u [3][2]int
+		b, u = appendUsageAt(append(b, `,"usage":`...), &r.Usage)
+		for i := range u {
+			at.usage[i] = [2]int{u[i][0] - base, u[i][1] - base}
+		}
 	}
 	out.Body = append(b, `,"system_fingerprint":null}`...)
 	r.FinishReason = ch.finish
 	r.OutputTokens = sdk.OutputTokens(strLen(body, ch.content))
+	if ch.content.kind == kStr && r.HasUsage {
+		p.leaveAnswerShape(out, body, out.Body[base:], id, created, ch.content, &at, r)
+	}
 	return true
 }
 

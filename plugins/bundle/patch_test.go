@@ -67,8 +67,10 @@ func sseSame(a, b []byte) bool {
 // compare checks one call's results, but for a stream shape the patched
 // side leaves (stream checks those); it returns "" or the difference.
 func compare(got, want res, stream bool) string {
-	// The full path leaves no stream shape; stream checks the patch's.
+	// The full path leaves no stream or response shape; stream and
+	// TestResponseShape_MatchesPatch check the patch's.
 	delete(got.Meta, abi.MetaStreamShape)
+	delete(got.Meta, abi.MetaResponseShape)
 	same := jsonSame
 	if stream {
 		same = sseSame

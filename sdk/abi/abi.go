@@ -260,9 +260,16 @@ import (
 //     they make. The host translates a matching event itself, without a
 //     call, until a call's result replaces the shape or leaves none. An
 //     older host ignores it and calls the plugin for every batch.
+//   - 2.11, additive: a fused response call may leave the host the shape
+//     of the answers that follow (MetaResponseShape, sdk/shape's
+//     Response): an answer's literal bytes around its strings and
+//     integers, the client output they make with the gateway's id and
+//     created, and which integers are the usage. The host keeps it for the
+//     call's metadata but id and created and translates a matching answer
+//     itself. An older host ignores it.
 const (
 	VersionMajor = 2
-	VersionMinor = 10
+	VersionMinor = 11
 	Version      = VersionMajor<<16 | VersionMinor
 )
 
@@ -718,6 +725,11 @@ const (
 	// fused stream call replaces the host's shape, or drops it when it
 	// has none.
 	MetaStreamShape = "stream_shape"
+	// MetaResponseShape (out, fused response, ABI 2.11): the shape of
+	// the answers that follow, as sdk/shape's AppendResponse encodes it.
+	// The host keeps it for the call's metadata but MetaID and
+	// MetaCreated, until a call under the same metadata replaces it.
+	MetaResponseShape = "response_shape"
 	// MetaEncodingFormat (2.2): out, embed_request_decode; in,
 	// embed_response_encode: the client's vector encoding as the
 	// translator names it in canon.EmbeddingRequest.EncodingFormat
