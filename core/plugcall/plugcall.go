@@ -39,6 +39,11 @@ type Calls struct {
 	// (abi.MetaDroppedTools), copied from the request's decode.
 	echo, dropped []byte
 	t, a          pluginhost.Result
+
+	// Shaped reports that the last FusedResponse was translated by a
+	// response shape, without a call (answer.go).
+	Shaped               bool
+	key, idBuf, shapeOut []byte
 }
 
 // DroppedTools is what the request's decode named as the client's tools
@@ -68,6 +73,7 @@ func (c *Calls) appendEcho(m []byte) []byte {
 func (c *Calls) Reset(requestID uint64, route, kind string) {
 	c.RequestID, c.Route, c.Kind = requestID, route, kind
 	c.T, c.A = 0, 0
+	c.Shaped = false
 	c.Images = c.Images[:0]
 	c.Extra = c.Extra[:0]
 	c.echo, c.dropped = c.echo[:0], c.dropped[:0]
@@ -362,12 +368,18 @@ func (c *Calls) FusedRequest(ctx context.Context, v *pluginhost.Version, body []
 
 // FusedResponse runs the fused response op: backend body → client body.
 func (c *Calls) FusedResponse(ctx context.Context, v *pluginhost.Version, h *Header, body []byte, d *Decoded, e *Encoded) error {
+	c.Shaped = false
+	key := c.answerKey(h)
+	if c.shapedResponse(v, key, h, body, d, e) {
+		return nil
+	}
 	if err := v.Call(ctx, abi.OpFusedResponse, pluginhost.CallInput{RequestID: c.RequestID, Translator: c.T, Adapter: c.A, Meta: c.headerMeta(h), Payload: body}, &c.a); err != nil {
 		return err
 	}
 	c.decoded(d)
 	d.Canonical = nil
 	e.Body, e.ContentType = c.a.Payload, metaConst(c.a.Meta, abi.MetaContentType, "")
+	c.keepAnswer(v, key)
 	return nil
 }
 

@@ -121,6 +121,8 @@ type Version struct {
 	stateMax   int
 	payloadMax int
 
+	answers answers // response shapes its calls left (answers.go)
+
 	refs      atomic.Int64 // 1 for being current + 1 per Pin
 	unhealthy atomic.Bool
 	destroyed chan struct{}

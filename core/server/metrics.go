@@ -30,6 +30,7 @@ type metrics struct {
 	streams     atomic.Int64
 	chunks      atomic.Uint64
 	shaped      atomic.Uint64 // stream events the host translated by a plugin's shape
+	answered    atomic.Uint64 // answers the host translated by a plugin's response shape
 	disconnects atomic.Uint64
 	connRefused atomic.Uint64
 	st          *stageMetrics
@@ -94,6 +95,9 @@ func (m *metrics) write(w io.Writer, reg *backend.Registry, buffered int64) {
 	fmt.Fprintln(w, "# HELP mindrouter_stream_shaped_events_total Backend stream events translated by a plugin's stream shape, without a plugin call.")
 	fmt.Fprintln(w, "# TYPE mindrouter_stream_shaped_events_total counter")
 	fmt.Fprintf(w, "mindrouter_stream_shaped_events_total %d\n", m.shaped.Load())
+	fmt.Fprintln(w, "# HELP mindrouter_response_shaped_total Backend answers (not streamed) translated by a plugin's response shape, without a plugin call.")
+	fmt.Fprintln(w, "# TYPE mindrouter_response_shaped_total counter")
+	fmt.Fprintf(w, "mindrouter_response_shaped_total %d\n", m.answered.Load())
 	fmt.Fprintln(w, "# TYPE mindrouter_client_disconnects_total counter")
 	fmt.Fprintf(w, "mindrouter_client_disconnects_total %d\n", m.disconnects.Load())
 	fmt.Fprintln(w, "# HELP mindrouter_request_body_bytes_buffered Request body bytes held in memory by all requests.")

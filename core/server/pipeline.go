@@ -267,6 +267,9 @@ func (respond) run(ctx *fasthttp.RequestCtx, ex *exchange) error {
 	if err := ex.tr.response(ex, ex.bresp.Body()); err != nil {
 		return pluginFailure(err)
 	}
+	if ex.calls.Shaped {
+		ex.s.met.answered.Add(1)
+	}
 	ex.out.Usage, ex.out.FinishReason, ex.outEst = ex.dec.Usage, ex.dec.FinishReason, int64(ex.dec.OutputTokens)
 	ctx.SetContentType(orDefault(ex.enc.ContentType, "application/json"))
 	ex.noteDropped(ctx)
